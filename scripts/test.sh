@@ -1,0 +1,39 @@
+#!/bin/bash
+# The whole test suite: unit tests (cmocka) and command-line tests, once in
+# the release build and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+echo "=== release build (build/) ==="
+rc=0
+meson test -C build --print-errorlogs --verbose || rc=1
+
+echo "=== ASan + UBSan build (build-asan/) ==="
+if [ ! -f build-asan/build.ninja ]; then
+	meson setup build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
+		-Dc_args=-fno-sanitize-recover=all >/dev/null
+fi
+ninja -C build-asan >/dev/null
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	meson test -C build-asan --print-errorlogs --verbose --timeout-multiplier 4 || rc=1
+
+# one closing line over both builds: test cases, from each suite's own summary
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, re, sys
+passed = failed = 0
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)
+        out = r.get("stdout", "")
+        p = re.findall(r"\[  PASSED  \] (\d+) test", out) + re.findall(r"^(\d+) passed, \d+ failed", out, re.M)
+        f = re.findall(r"\[  FAILED  \] (\d+) test", out) + re.findall(r"^\d+ passed, (\d+) failed", out, re.M)
+        passed += sum(map(int, p))
+        failed += sum(map(int, f))
+        if r.get("result") != "OK":
+            print("failed suite:", path.split("/")[0], r.get("name"), r.get("result"))
+            if not f:
+                failed += 1
+print(f"tests: {passed} passed, {failed} failed")
+PY
+exit $rc

@@ -1,0 +1,39 @@
+/* tierbal: a tiered-memory balancer. This file only dispatches subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tierbal COMMAND [OPTIONS]\n"
+		   "\n"
+		   "commands:\n"
+		   "  sim      simulate a tiered machine and compare placement policies\n"
+		   "  help     show this text\n"
+		   "  version  print the version\n"
+		   "\n"
+		   "'tierbal sim --help' and 'man tierbal' tell more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "sim"))
+		return cmd_sim(argc - 1, argv + 1);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("tierbal %s\n", TB_VERSION);
+		return EXIT_OK;
+	}
+	fprintf(stderr, "tierbal: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,391 @@
+/* tierbal sim: parse the command line, run each policy (and the oracle) on
+ * its own thread, print the comparison. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../engine/engine.h"
+#include "../sim/builtin.h"
+#include "../sim/machine.h"
+#include "../sim/report.h"
+#include "../sim/sim.h"
+#include "../sim/workload.h"
+#include "cli.h"
+
+#define MAX_RUNS 16
+
+static const char default_policies[] = "none,always,hot-threshold,active-lru,combined";
+
+static void sim_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tierbal sim [--machine NAME|FILE] [--workload NAME|FILE] [--policy P[,P...]]\n"
+		"                   [--duration S] [--seed N] [--format table|csv|json] [--out FILE]\n"
+		"                   [--set KNOB=VALUE]... [--interval S] [--no-oracle] [--check]\n"
+		"                   [--jobs N] [--quiet]\n"
+		"       tierbal sim --list\n"
+		"\n"
+		"Simulates a tiered-memory machine running a workload under each policy and\n"
+		"compares them with the oracle (best static placement per phase).\n"
+		"\n"
+		"  --machine NAME|FILE   shipped machine or machine file (default: small)\n"
+		"  --workload NAME|FILE  shipped workload or workload file (default: gauss)\n"
+		"  --policy P[,P...]     none, always, hot-threshold, active-lru, combined, or flags\n"
+		"                        joined with '+' (default: %s)\n"
+		"  --duration S          modeled seconds (default: the workload's duration_s)\n"
+		"  --seed N              random seed; the same seed gives the same output (default: 1)\n"
+		"  --format F            table (summary), csv (time series) or json (both) (default: table)\n"
+		"  --out FILE            write there instead of standard output\n"
+		"  --set KNOB=VALUE      set an engine knob, e.g. numa_balancing_hot_threshold_ms=500\n"
+		"  --interval S          time-series interval in modeled seconds (default: the workload's)\n"
+		"  --no-oracle           skip the oracle run (oracle_pct is then null)\n"
+		"  --check               check the engine's invariants at every interval\n"
+		"  --jobs N              simulations run in parallel (default: number of CPUs)\n"
+		"  --quiet               no progress on standard error\n"
+		"  --list                name the shipped machines, workloads, policies and knobs\n"
+		"\n"
+		"Exit status: 0 success, 1 a simulation failed, 2 bad usage or input.\n",
+		default_policies);
+}
+
+static void list_all(void)
+{
+	const char *kinds[] = {"machines", "workloads"};
+	for (int k = 0; k < 2; k++) {
+		printf("%s:\n", kinds[k]);
+		for (size_t i = 0; i < tb_nr_builtins; i++) {
+			if (strcmp(tb_builtins[i].kind, kinds[k]))
+				continue;
+			char err[256] = "";
+			char desc[256] = "";
+			if (k == 0) {
+				struct machine m;
+				if (!machine_parse(&m, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err)))
+					snprintf(desc, sizeof(desc), "%s", m.description);
+			} else {
+				struct workload w;
+				if (!workload_parse(&w, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err))) {
+					snprintf(desc, sizeof(desc), "%s", w.description);
+					workload_free(&w);
+				}
+			}
+			printf("  %-14s %s\n", tb_builtins[i].name, desc[0] ? desc : err);
+		}
+	}
+	printf("policies:\n"
+	       "  none           no NUMA balancing: pages stay where they were allocated\n"
+	       "  always         promote on every slow-tier hint fault (seed 003)\n"
+	       "  hot-threshold  promote if scan-to-fault latency < threshold, rate limited (seeds 001, 6.1)\n"
+	       "  active-lru     promote only pages on the active LRU (TPP, seed 007)\n"
+	       "  combined       hot-threshold + active-lru\n"
+	       "  oracle         best static placement per phase (always run as the upper bound)\n"
+	       "knobs (--set NAME=VALUE):\n");
+	size_t n;
+	const struct tb_knob_desc *d = tb_knob_table(&n);
+	struct tb_knobs k;
+	tb_knobs_default(&k);
+	for (size_t i = 0; i < n; i++) {
+		char v[32];
+		tb_knob_format(&k, &d[i], v, sizeof(v));
+		printf("  %-40s %-7s %-8s %s\n", d[i].name, v, d[i].origin, d[i].help);
+	}
+}
+
+struct job {
+	struct sim_config cfg;
+	struct sim_result res;
+	int rc;
+	char err[512];
+	_Atomic unsigned permille;
+};
+
+struct pool {
+	struct job *jobs;
+	size_t nr_jobs;
+	_Atomic size_t next, done;
+};
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+		if (i >= p->nr_jobs)
+			return NULL;
+		struct job *j = &p->jobs[i];
+		j->rc = sim_run(&j->cfg, &j->res, j->err, sizeof(j->err));
+		atomic_store(&j->permille, 1000);
+		atomic_fetch_add(&p->done, 1);
+	}
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Progress for people: a line every few seconds while simulations run. */
+static void watch(struct pool *p, bool quiet)
+{
+	double start = mono(), last = start;
+	bool tty = isatty(STDERR_FILENO);
+	while (atomic_load(&p->done) < p->nr_jobs) {
+		struct timespec pause = {0, 100 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+		double now = mono();
+		if (quiet || now - start < 2 || now - last < (tty ? 0.5 : 5))
+			continue;
+		unsigned sum = 0;
+		for (size_t i = 0; i < p->nr_jobs; i++)
+			sum += atomic_load(&p->jobs[i].permille);
+		fprintf(stderr, "%stierbal sim: %5.1f%% of %zu simulations, %.0f s%s", tty ? "\r" : "",
+			sum / 10.0 / (double)p->nr_jobs, p->nr_jobs, now - start, tty ? "" : "\n");
+		last = now;
+	}
+	if (tty && !quiet && mono() - start >= 2)
+		fputc('\n', stderr);
+}
+
+static int parse_double(const char *opt, const char *s, double min, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min) || v > 1e7) {
+		fprintf(stderr, "tierbal sim: %s: '%s' is not a number of at least %g\n", opt, s, min);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+struct options {
+	const char *machine, *workload, *policies, *format, *out;
+	double duration, interval;
+	uint64_t seed;
+	struct tb_knobs knobs;
+	bool oracle, check, quiet, list;
+	long jobs;
+};
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"machine", required_argument, NULL, 'm'}, {"workload", required_argument, NULL, 'w'},
+		{"policy", required_argument, NULL, 'p'},  {"duration", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 's'},    {"format", required_argument, NULL, 'f'},
+		{"out", required_argument, NULL, 'o'},     {"set", required_argument, NULL, 'k'},
+		{"interval", required_argument, NULL, 'i'}, {"no-oracle", no_argument, NULL, 'N'},
+		{"check", no_argument, NULL, 'c'},         {"jobs", required_argument, NULL, 'j'},
+		{"quiet", no_argument, NULL, 'q'},         {"list", no_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+	};
+	*o = (struct options){.machine = "small", .workload = "gauss", .policies = default_policies,
+			      .format = "table", .seed = 1, .oracle = true, .duration = -1, .interval = -1};
+	tb_knobs_default(&o->knobs);
+	opterr = 0;
+	optind = 1;
+	int c;
+	char err[256], *end;
+	while ((c = getopt_long(argc, argv, "m:w:p:d:s:f:o:k:i:j:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm': o->machine = optarg; break;
+		case 'w': o->workload = optarg; break;
+		case 'p': o->policies = optarg; break;
+		case 'f': o->format = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'N': o->oracle = false; break;
+		case 'c': o->check = true; break;
+		case 'q': o->quiet = true; break;
+		case 'l': o->list = true; break;
+		case 'h': sim_usage(stdout); exit(EXIT_OK);
+		case 'd':
+			if (parse_double("--duration", optarg, 0.001, &o->duration))
+				return -EINVAL;
+			break;
+		case 'i':
+			if (parse_double("--interval", optarg, 0.001, &o->interval))
+				return -EINVAL;
+			break;
+		case 's':
+			errno = 0;
+			o->seed = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				fprintf(stderr, "tierbal sim: --seed: '%s' is not a whole number\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'j':
+			errno = 0;
+			o->jobs = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || o->jobs < 1 || o->jobs > 256) {
+				fprintf(stderr, "tierbal sim: --jobs: '%s' is not 1..256\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'k':
+			if (tb_knob_set(&o->knobs, optarg, err, sizeof(err))) {
+				fprintf(stderr, "tierbal sim: --set: %s\n", err);
+				return -EINVAL;
+			}
+			break;
+		default:
+			if (optopt)
+				fprintf(stderr, "tierbal sim: option -%c: unknown or missing its value\n", optopt);
+			else
+				fprintf(stderr, "tierbal sim: '%s': unknown option or missing value\n", argv[optind - 1]);
+			fprintf(stderr, "Try 'tierbal sim --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tierbal sim: unexpected argument '%s'\nTry 'tierbal sim --help'.\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (strcmp(o->format, "table") && strcmp(o->format, "csv") && strcmp(o->format, "json")) {
+		fprintf(stderr, "tierbal sim: --format: '%s' is not table, csv or json\n", o->format);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_policies(const char *list, uint32_t *flags, size_t *n)
+{
+	char buf[512];
+	if (strlen(list) >= sizeof(buf)) {
+		fprintf(stderr, "tierbal sim: --policy: list too long\n");
+		return -EINVAL;
+	}
+	strcpy(buf, list);
+	*n = 0;
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (*n == MAX_RUNS - 1) {
+			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", MAX_RUNS - 1);
+			return -EINVAL;
+		}
+		if (tb_policy_parse(tok, &flags[*n])) {
+			fprintf(stderr, "tierbal sim: --policy: '%s' is not a policy (none, always, hot-threshold, "
+					"active-lru, combined, or flags joined with '+')\n",
+				tok);
+			return -EINVAL;
+		}
+		(*n)++;
+	}
+	if (!*n) {
+		fprintf(stderr, "tierbal sim: --policy: empty list\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+	struct options o;
+	if (parse_options(argc, argv, &o))
+		return EXIT_USAGE;
+	if (o.list) {
+		list_all();
+		return EXIT_OK;
+	}
+	uint32_t flags[MAX_RUNS];
+	size_t nr_pol;
+	if (parse_policies(o.policies, flags, &nr_pol))
+		return EXIT_USAGE;
+	char err[1024];
+	struct machine m;
+	if (machine_load(&m, o.machine, err, sizeof(err))) {
+		fprintf(stderr, "tierbal sim: machine: %s\n", err);
+		return EXIT_USAGE;
+	}
+	struct workload w;
+	if (workload_load(&w, o.workload, err, sizeof(err))) {
+		fprintf(stderr, "tierbal sim: workload: %s\n", err);
+		return EXIT_USAGE;
+	}
+	double duration = o.duration > 0 ? o.duration : w.duration_s;
+	double interval = o.interval > 0 ? o.interval : w.interval_s;
+	if (interval > duration)
+		interval = duration;
+	FILE *out = stdout;
+	if (o.out && !(out = fopen(o.out, "w"))) {
+		fprintf(stderr, "tierbal sim: --out: cannot write %s: %s\n", o.out, strerror(errno));
+		workload_free(&w);
+		return EXIT_USAGE;
+	}
+
+	size_t nr_jobs = nr_pol + (o.oracle ? 1 : 0);
+	struct job *jobs = calloc(nr_jobs, sizeof(*jobs));
+	if (!jobs) {
+		fprintf(stderr, "tierbal sim: out of memory\n");
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < nr_jobs; i++) {
+		jobs[i].cfg = (struct sim_config){.machine = &m, .workload = &w, .knobs = o.knobs,
+						  .policy = i < nr_pol ? flags[i] : 0, .oracle = i == nr_pol,
+						  .seed = o.seed, .duration_s = duration, .interval_s = interval,
+						  .check = o.check, .progress_permille = &jobs[i].permille};
+	}
+	struct pool pool = {.jobs = jobs, .nr_jobs = nr_jobs};
+	long cpus = o.jobs ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nr_threads = cpus < 1 ? 1 : (size_t)cpus;
+	if (nr_threads > nr_jobs)
+		nr_threads = nr_jobs;
+	pthread_t tid[MAX_RUNS];
+	size_t started = 0;
+	for (; started < nr_threads; started++)
+		if (pthread_create(&tid[started], NULL, worker, &pool))
+			break;
+	if (!started)
+		worker(&pool);
+	watch(&pool, o.quiet);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+
+	int rc = EXIT_OK;
+	for (size_t i = 0; i < nr_jobs; i++) {
+		if (jobs[i].rc) {
+			fprintf(stderr, "tierbal sim: %s: %s\n", i < nr_pol ? tb_policy_name(flags[i]) : "oracle",
+				jobs[i].err);
+			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+		} else if (!o.quiet) {
+			const struct sim_result *r = &jobs[i].res;
+			fprintf(stderr, "tierbal sim: %-14s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy,
+				(unsigned long long)r->accesses, r->wall_s, (double)r->accesses / r->wall_s / 1e6,
+				o.check ? ", invariants held" : "");
+		}
+	}
+	if (rc == EXIT_OK) {
+		struct sim_result results[MAX_RUNS];
+		for (size_t i = 0; i < nr_pol; i++)
+			results[i] = jobs[i].res;
+		struct report rep = {.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
+				     .results = results, .nr_results = nr_pol,
+				     .oracle = o.oracle ? &jobs[nr_pol].res : NULL};
+		if (!strcmp(o.format, "table"))
+			report_table(out, &rep);
+		else if (!strcmp(o.format, "csv"))
+			report_csv(out, &rep);
+		else
+			report_json(out, &rep);
+		if (fflush(out) || ferror(out)) {
+			fprintf(stderr, "tierbal sim: writing %s failed: %s\n", o.out ? o.out : "standard output",
+				strerror(errno));
+			rc = EXIT_FAIL;
+		}
+	}
+	if (out != stdout)
+		fclose(out);
+	for (size_t i = 0; i < nr_jobs; i++)
+		sim_result_free(&jobs[i].res);
+	free(jobs);
+	workload_free(&w);
+	return rc;
+}

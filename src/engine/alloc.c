@@ -1,0 +1,85 @@
+/* First-touch allocation, modeled on get_page_from_freelist() with
+ * node_reclaim_mode = 0: a node below its low watermark is skipped, not
+ * reclaimed, which is how anon pages end up trapped on the slow tier. */
+#include "internal.h"
+
+#include <errno.h>
+
+static void add_page(struct tb_engine *e, uint32_t p, unsigned node, bool file)
+{
+	uint8_t f = (uint8_t)(node | (file ? PF_FILE : 0));
+	e->meta[p].flags = f;
+	e->meta[p].moved = 0;
+	lru_add_head(e, node, lru_of(f), p);
+	e->node[node].used++;
+}
+
+static int pick_node(struct tb_engine *e, const unsigned *zl, bool low_mark)
+{
+	for (unsigned i = 0; i < e->nr_nodes; i++) {
+		const struct tb_node *n = &e->node[zl[i]];
+		if (node_free(n) > (low_mark ? n->wmark_low : n->wmark_min))
+			return (int)zl[i];
+	}
+	return -1;
+}
+
+int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
+{
+	if (p >= e->nr_pages || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
+		return -EINVAL;
+	struct tb_space *sp = space_of(e, p);
+	if (!sp)
+		return -EINVAL;
+	e->now_ns = e->pops->now_ns(e->pctx);
+	const unsigned *zl = e->zonelist[sp->cpu_node];
+	const struct tb_node *local = &e->node[zl[0]];
+	/* TPP: demotion on the top tier starts at its own, higher watermark */
+	if (e->k.demote_scale_factor && local->tier == 0 && node_free(local) < local->wmark_demote)
+		kswapd_wake(e, zl[0]);
+	int n = pick_node(e, zl, true);
+	if (n < 0) {
+		for (unsigned i = 0; i < e->nr_nodes; i++)
+			if (node_free(&e->node[zl[i]]) < kswapd_target(e, zl[i]))
+				kswapd_wake(e, zl[i]);
+		n = pick_node(e, zl, false);
+	}
+	if (n < 0) {
+		count(e, TB_C_allocstall, 1);
+		for (unsigned i = 0; i < e->nr_nodes && n < 0; i++) {
+			reclaim_node(e, zl[i], BATCH, TB_MIGRATE_DEMOTE_DIRECT);
+			if (node_free(&e->node[zl[i]]) > e->node[zl[i]].wmark_min)
+				n = (int)zl[i];
+		}
+	}
+	if (n < 0)
+		return -ENOMEM;
+	if ((unsigned)n != zl[0])
+		count(e, TB_C_numa_miss, 1);
+	add_page(e, p, (unsigned)n, file);
+	*node = (unsigned)n;
+	return 0;
+}
+
+int tb_engine_place(struct tb_engine *e, uint32_t p, unsigned node, bool file)
+{
+	if (p >= e->nr_pages || node >= e->nr_nodes || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
+		return -EINVAL;
+	if (node_free(&e->node[node]) == 0)
+		return -ENOMEM;
+	add_page(e, p, node, file);
+	return 0;
+}
+
+void tb_engine_unplace(struct tb_engine *e, uint32_t p)
+{
+	if (p >= e->nr_pages)
+		return;
+	uint8_t f = e->meta[p].flags;
+	unsigned n = f & PF_NODE_MASK;
+	if (n == TB_NO_NODE)
+		return;
+	lru_del(e, n, lru_of(f), p);
+	e->node[n].used--;
+	e->meta[p].flags = TB_NO_NODE;
+}

@@ -1,0 +1,127 @@
+/* The tierbal policy engine: hint-fault scanner, promotion policies,
+ * watermarks, LRU aging and demotion, counters.
+ *
+ * Pure C: no syscalls, no globals. Time comes from the platform's clock and
+ * every action on real (or modeled) memory goes through the platform and
+ * sampler ops, so the simulator and the live daemon share this code. */
+#ifndef TB_ENGINE_H
+#define TB_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "knobs.h"
+
+#define TB_MAX_NODES 7
+#define TB_NO_NODE 7 /* node field value of a page that is not present */
+#define TB_NIL UINT32_MAX
+#define TB_PAGE_SHIFT 12
+
+/* Counters: kernel /proc/vmstat names first, then tierbal's own. */
+#define TB_COUNTERS(X)                                                                      \
+	X(numa_pte_updates) X(numa_hint_faults) X(numa_hint_faults_local) X(numa_pages_migrated) \
+	X(pgpromote_success) X(pgpromote_candidate) X(pgdemote_kswapd) X(pgdemote_direct)        \
+	X(pgmigrate_success) X(pgmigrate_fail) X(pgactivate) X(pgdeactivate) X(pgscan_kswapd)    \
+	X(pgscan_direct) X(allocstall) X(numa_miss) X(promote_fail_threshold)                    \
+	X(promote_fail_ratelimit) X(promote_defer_inactive) X(promote_fail_wmark)                \
+	X(promote_fail_migrate) X(pingpong_promote_demote) X(pingpong_demote_promote)            \
+	X(kswapd_wakeups) X(threshold_adjustments)
+
+enum tb_counter {
+#define TB_ENUM(name) TB_C_##name,
+	TB_COUNTERS(TB_ENUM)
+#undef TB_ENUM
+	TB_NR_COUNTERS
+};
+
+const char *tb_counter_name(enum tb_counter c);
+
+enum tb_migrate_reason {
+	TB_MIGRATE_PROMOTE,
+	TB_MIGRATE_DEMOTE_KSWAPD,
+	TB_MIGRATE_DEMOTE_DIRECT,
+};
+
+struct tb_platform_ops {
+	/* Monotonic time in nanoseconds. */
+	uint64_t (*now_ns)(void *ctx);
+	/* Moves pages to node dst; status[i] = 0 or a negative errno per page.
+	 * Returns 0, or a negative errno if the whole call failed. */
+	int (*migrate)(void *ctx, const uint32_t *pages, size_t n, int dst,
+		       enum tb_migrate_reason why, int *status);
+	/* Reads and clears the page's accessed ("young") bit. */
+	bool (*test_and_clear_young)(void *ctx, uint32_t page);
+};
+
+struct tb_sampler_ops {
+	/* Makes the pages report their next access as a hint fault. */
+	int (*arm)(void *ctx, const uint32_t *pages, size_t n);
+};
+
+struct tb_node_config {
+	uint64_t present_pages;
+	unsigned tier;    /* 0 = top tier (has CPUs) */
+	int demote_to;    /* -1: lowest tier, nothing below */
+	unsigned socket;  /* orders allocation fallback */
+};
+
+struct tb_engine_config {
+	struct tb_knobs knobs;
+	uint32_t policy; /* TB_POLICY_* flags; 0 disables hint-fault sampling */
+	unsigned nr_nodes;
+	struct tb_node_config nodes[TB_MAX_NODES];
+	uint32_t nr_pages;              /* page ids are 0 .. nr_pages-1 */
+	uint64_t kswapd_pages_per_sec;  /* how fast background demotion can move pages */
+	const struct tb_platform_ops *platform;
+	void *platform_ctx;
+	const struct tb_sampler_ops *sampler;
+	void *sampler_ctx;
+};
+
+struct tb_engine;
+
+struct tb_node_info {
+	uint64_t present, used;
+	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote, boost;
+	uint64_t lru[4]; /* anon inactive, anon active, file inactive, file active */
+	bool kswapd_awake;
+	uint32_t threshold_ms; /* current hot threshold (top tier) */
+};
+
+int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, char *err, size_t errlen);
+void tb_engine_free(struct tb_engine *e);
+
+#define TB_SPACE_UNMAPPED 0x1u /* page cache reached by system calls: never scanned */
+
+/* Registers an address space (a process): pages [first, first+count), its
+ * CPUs on cpu_node. Spaces are added in increasing page order. */
+int tb_engine_add_space(struct tb_engine *e, uint32_t first, uint32_t count, unsigned cpu_node, unsigned flags);
+
+/* First touch: allocates the page on a node the way the kernel's allocator
+ * would (watermarks, fallback, kswapd wake-up, direct demotion). */
+int tb_engine_alloc(struct tb_engine *e, uint32_t page, bool file, unsigned *node);
+/* Puts a page on a node with no allocator logic (oracle placement), or takes it off. */
+int tb_engine_place(struct tb_engine *e, uint32_t page, unsigned node, bool file);
+void tb_engine_unplace(struct tb_engine *e, uint32_t page);
+
+/* An armed page was accessed. */
+void tb_engine_hint_fault(struct tb_engine *e, uint32_t page, bool write);
+/* A page-cache access through a system call (mark_page_accessed). */
+void tb_engine_mark_accessed(struct tb_engine *e, uint32_t page);
+/* Runs due background work: scanner windows, kswapd, decays, adjustments. */
+void tb_engine_tick(struct tb_engine *e);
+
+const uint64_t *tb_engine_counters(const struct tb_engine *e);
+unsigned tb_engine_nr_nodes(const struct tb_engine *e);
+void tb_engine_node_info(const struct tb_engine *e, unsigned node, struct tb_node_info *out);
+unsigned tb_engine_page_node(const struct tb_engine *e, uint32_t page);
+bool tb_engine_node_is_fast(const struct tb_engine *e, unsigned node);
+/* Bytes the engine holds per page (for the memory budget). */
+size_t tb_engine_bytes_per_page(void);
+
+/* Checks every invariant (each present page on exactly one list of its node,
+ * counts conserved, free never negative, links consistent). 0 or -EFAULT. */
+int tb_engine_check(struct tb_engine *e, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,153 @@
+/* Engine internals shared by its modules; not part of the public API. */
+#ifndef TB_ENGINE_INTERNAL_H
+#define TB_ENGINE_INTERNAL_H
+
+#include "engine.h"
+
+/* flags byte of a page: bits 0-2 node, then page state bits */
+#define PF_NODE_MASK 0x07u
+#define PF_FILE 0x08u
+#define PF_ACTIVE 0x10u
+#define PF_REFERENCED 0x20u /* PG_referenced: set by mark_page_accessed */
+#define PF_ARMED 0x40u      /* made inaccessible by the scanner, fault pending */
+#define PF_VISIT 0x80u      /* scratch bit of tb_engine_check */
+
+enum { LRU_INACTIVE_ANON, LRU_ACTIVE_ANON, LRU_INACTIVE_FILE, LRU_ACTIVE_FILE, NR_LRU };
+
+#define BATCH 32 /* SWAP_CLUSTER_MAX: reclaim and migration batch */
+
+struct tb_lru {
+	uint32_t head, tail; /* head = most recently added */
+	uint64_t count;
+};
+
+/* 16 bytes a page: the fault path touches one cache line. */
+struct tb_pmeta {
+	uint32_t prev, next;
+	uint32_t scan_ms;     /* when the scanner armed the page */
+	unsigned moved : 24;  /* bit 23: last move was a promotion; low bits: 16 ms ticks + 1, 0 = never */
+	unsigned flags : 8;
+};
+#define MOVED_PROMOTE 0x800000u
+#define MOVED_TICKS 0x7fffffu
+
+struct tb_node {
+	uint64_t present, used;
+	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote;
+	uint64_t boost, boost_max;
+	unsigned tier, socket;
+	int demote_to;
+	bool kswapd_awake;
+	struct tb_lru lru[NR_LRU];
+	/* hot threshold and rate limit state, per top-tier node as in pg_data_t */
+	uint64_t nr_cand;
+	uint32_t rl_start_ms;
+	uint64_t rl_nr_cand;
+	uint32_t th_start_ms;
+	uint64_t th_nr_cand;
+	uint32_t threshold_ms; /* 0 = use the knob */
+};
+
+struct tb_space {
+	uint32_t first, count;
+	unsigned cpu_node;
+	unsigned flags;
+	uint64_t next_scan_ns;
+	uint32_t offset;       /* where the next window starts */
+	uint32_t period_ms;    /* time for one full pass, adaptive */
+	uint64_t faults_local, faults_remote; /* this pass */
+};
+
+struct tb_engine {
+	struct tb_knobs k;
+	uint32_t policy;
+	const struct tb_platform_ops *pops;
+	void *pctx;
+	const struct tb_sampler_ops *sops;
+	void *sctx;
+
+	uint32_t nr_pages;
+	struct tb_pmeta *meta;
+
+	unsigned nr_nodes;
+	struct tb_node node[TB_MAX_NODES];
+	unsigned zonelist[TB_MAX_NODES][TB_MAX_NODES]; /* allocation order per CPU node */
+
+	struct tb_space *spaces;
+	size_t nr_spaces, cap_spaces;
+
+	uint64_t counters[TB_NR_COUNTERS];
+	uint64_t kswapd_pages_per_sec;
+	uint64_t last_tick_ns;
+	double kswapd_credit;
+	uint64_t now_ns; /* cached per entry point */
+};
+
+static inline uint64_t isqrt(uint64_t x)
+{
+	uint64_t r = 0, bit = 1ull << 62;
+	while (bit > x)
+		bit >>= 2;
+	while (bit) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return r;
+}
+
+static inline unsigned pnode(const struct tb_engine *e, uint32_t p)
+{
+	return e->meta[p].flags & PF_NODE_MASK;
+}
+
+static inline bool node_fast(const struct tb_engine *e, unsigned n)
+{
+	return e->node[n].tier == 0;
+}
+
+static inline uint64_t node_free(const struct tb_node *n)
+{
+	return n->present - n->used;
+}
+
+static inline uint32_t now_ms(const struct tb_engine *e)
+{
+	return (uint32_t)(e->now_ns / 1000000u);
+}
+
+static inline void count(struct tb_engine *e, enum tb_counter c, uint64_t n)
+{
+	e->counters[c] += n;
+}
+
+/* lru.c */
+unsigned lru_of(uint8_t flags);
+void lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
+void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
+void page_activate(struct tb_engine *e, uint32_t p);
+
+/* wmark.c */
+void wmark_setup(struct tb_engine *e);
+uint64_t kswapd_target(const struct tb_engine *e, unsigned n);
+bool tiering_on(const struct tb_engine *e);
+void boost_on_refusal(struct tb_engine *e, unsigned n);
+void boost_decay(struct tb_engine *e, uint64_t elapsed_ns);
+void kswapd_wake(struct tb_engine *e, unsigned n);
+
+/* reclaim.c */
+uint64_t reclaim_node(struct tb_engine *e, unsigned n, uint64_t nr, enum tb_migrate_reason why);
+void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns);
+/* Moves pages and updates lists, counters and ping-pong state; returns pages moved. */
+size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
+		     enum tb_migrate_reason why);
+
+/* scan.c */
+void scan_run(struct tb_engine *e);
+struct tb_space *space_of(struct tb_engine *e, uint32_t p);
+
+#endif

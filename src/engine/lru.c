@@ -1,0 +1,51 @@
+/* Per-node LRU lists: doubly linked through the page metadata array. */
+#include "internal.h"
+
+unsigned lru_of(uint8_t flags)
+{
+	return ((flags & PF_FILE) ? LRU_INACTIVE_FILE : LRU_INACTIVE_ANON) + ((flags & PF_ACTIVE) ? 1 : 0);
+}
+
+void lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
+{
+	struct tb_lru *l = &e->node[node].lru[lru];
+	struct tb_pmeta *m = &e->meta[p];
+	m->prev = TB_NIL;
+	m->next = l->head;
+	if (l->head != TB_NIL)
+		e->meta[l->head].prev = p;
+	else
+		l->tail = p;
+	l->head = p;
+	l->count++;
+}
+
+void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
+{
+	struct tb_lru *l = &e->node[node].lru[lru];
+	struct tb_pmeta *m = &e->meta[p];
+	if (m->prev != TB_NIL)
+		e->meta[m->prev].next = m->next;
+	else
+		l->head = m->next;
+	if (m->next != TB_NIL)
+		e->meta[m->next].prev = m->prev;
+	else
+		l->tail = m->prev;
+	m->prev = m->next = TB_NIL;
+	l->count--;
+}
+
+/* Moves a present page to the head of its node's active list. */
+void page_activate(struct tb_engine *e, uint32_t p)
+{
+	uint8_t f = e->meta[p].flags;
+	unsigned n = f & PF_NODE_MASK;
+	if (f & PF_ACTIVE)
+		return;
+	lru_del(e, n, lru_of(f), p);
+	f = (uint8_t)((f | PF_ACTIVE) & ~PF_REFERENCED);
+	e->meta[p].flags = f;
+	lru_add_head(e, n, lru_of(f), p);
+	count(e, TB_C_pgactivate, 1);
+}

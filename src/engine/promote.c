@@ -1,0 +1,125 @@
+/* Hint faults and the promotion policies: always, hot-threshold, active-lru. */
+#include "internal.h"
+
+static uint64_t rate_limit_pages(const struct tb_engine *e)
+{
+	return (uint64_t)e->k.promote_rate_limit_MBps << (20 - TB_PAGE_SHIFT);
+}
+
+/* numa_promotion_adjust_threshold(): once per period, compare the candidates
+ * seen against what the rate limit allows and step the threshold by 1/16 of
+ * its range (2 x the knob) when outside a +-10% band. */
+static void adjust_threshold(struct tb_engine *e, struct tb_node *n)
+{
+	uint32_t now = now_ms(e), period = e->k.scan_period_max_ms;
+	if (now - n->th_start_ms <= period)
+		return;
+	uint64_t ref_cand = rate_limit_pages(e) * period / 1000;
+	uint64_t diff = n->nr_cand - n->th_nr_cand;
+	uint32_t ref_th = e->k.hot_threshold_ms;
+	uint32_t unit = ref_th * 2 / 16 ? ref_th * 2 / 16 : 1;
+	uint32_t th = n->threshold_ms ? n->threshold_ms : ref_th, old = th;
+	if (diff > ref_cand * 11 / 10)
+		th = th > 2 * unit ? th - unit : unit;
+	else if (diff < ref_cand * 9 / 10)
+		th = th + unit < ref_th * 2 ? th + unit : ref_th * 2;
+	n->th_start_ms = now;
+	n->th_nr_cand = n->nr_cand;
+	n->threshold_ms = th;
+	if (th != old)
+		count(e, TB_C_threshold_adjustments, 1);
+}
+
+static bool free_space_enough(const struct tb_engine *e, const struct tb_node *n)
+{
+	uint64_t enough = (1ull << 30) >> TB_PAGE_SHIFT;
+	if (enough < n->present >> 4)
+		enough = n->present >> 4;
+	return e->k.free_space_bypass && node_free(n) > n->wmark_promo + enough;
+}
+
+/* should_numa_migrate_memory() for a slow-tier page in tiering mode */
+static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
+{
+	if (free_space_enough(e, dst)) {
+		dst->threshold_ms = 0; /* plenty of room: the workload changed, start over */
+		return true;
+	}
+	if (e->k.threshold_adjust)
+		adjust_threshold(e, dst);
+	uint32_t th = dst->threshold_ms ? dst->threshold_ms : e->k.hot_threshold_ms;
+	uint32_t latency = now_ms(e) - e->meta[p].scan_ms;
+	if (latency >= th) {
+		count(e, TB_C_promote_fail_threshold, 1);
+		return false;
+	}
+	dst->nr_cand++;
+	count(e, TB_C_pgpromote_candidate, 1);
+	uint32_t now = now_ms(e);
+	if (now - dst->rl_start_ms > 1000) {
+		dst->rl_start_ms = now;
+		dst->rl_nr_cand = dst->nr_cand;
+	}
+	if (dst->nr_cand - dst->rl_nr_cand >= rate_limit_pages(e)) {
+		count(e, TB_C_promote_fail_ratelimit, 1);
+		return false;
+	}
+	return true;
+}
+
+void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
+{
+	(void)write; /* the kernel's policies do not tell reads from writes */
+	if (p >= e->nr_pages)
+		return;
+	uint8_t f = e->meta[p].flags;
+	unsigned src = f & PF_NODE_MASK;
+	if (src == TB_NO_NODE || !(f & PF_ARMED))
+		return;
+	e->meta[p].flags = f & (uint8_t)~PF_ARMED;
+	struct tb_space *sp = space_of(e, p);
+	if (!sp)
+		return;
+	e->now_ns = e->pops->now_ns(e->pctx);
+	count(e, TB_C_numa_hint_faults, 1);
+	if (src == sp->cpu_node) {
+		count(e, TB_C_numa_hint_faults_local, 1);
+		sp->faults_local++;
+	} else {
+		sp->faults_remote++;
+	}
+	if (!tiering_on(e) || node_fast(e, src))
+		return;
+	unsigned dst = sp->cpu_node;
+	struct tb_node *d = &e->node[dst];
+	if ((e->policy & TB_POLICY_ACTIVE_LRU) && !(f & PF_ACTIVE)) {
+		/* TPP: an inactive page is only activated; a later fault promotes it */
+		page_activate(e, p);
+		count(e, TB_C_promote_defer_inactive, 1);
+		return;
+	}
+	if ((e->policy & TB_POLICY_HOT) && !hot_enough(e, p, d))
+		return;
+	/* migrate_balanced_pgdat(): promotion may not push the node below high */
+	if (node_free(d) <= d->wmark_high + 1) {
+		count(e, TB_C_promote_fail_wmark, 1);
+		boost_on_refusal(e, dst);
+		kswapd_wake(e, dst);
+		return;
+	}
+	lru_del(e, src, lru_of(e->meta[p].flags), p);
+	migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE);
+}
+
+void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
+{
+	if (p >= e->nr_pages)
+		return;
+	uint8_t f = e->meta[p].flags;
+	if ((f & PF_NODE_MASK) == TB_NO_NODE)
+		return;
+	if (!(f & PF_REFERENCED))
+		e->meta[p].flags = f | PF_REFERENCED;
+	else if (!(f & PF_ACTIVE))
+		page_activate(e, p);
+}

@@ -1,0 +1,183 @@
+/* Migration bookkeeping, LRU aging and demotion (kswapd and direct). */
+#include "internal.h"
+
+#include <errno.h>
+
+static void note_move(struct tb_engine *e, uint32_t p, bool promote)
+{
+	struct tb_pmeta *m = &e->meta[p];
+	uint32_t tick = (now_ms(e) >> 4) & MOVED_TICKS;
+	if (m->moved) {
+		bool last_promote = (m->moved & MOVED_PROMOTE) != 0;
+		uint32_t last = ((m->moved & MOVED_TICKS) - 1) & MOVED_TICKS;
+		if (last_promote != promote && ((tick - last) & MOVED_TICKS) <= e->k.pingpong_window_ms >> 4)
+			count(e, promote ? TB_C_pingpong_demote_promote : TB_C_pingpong_promote_demote, 1);
+	}
+	uint32_t stamp = (tick + 1) & MOVED_TICKS;
+	m->moved = (stamp ? stamp : 1) | (promote ? MOVED_PROMOTE : 0);
+}
+
+/* Pages in `pages` are isolated (on no list). Moved ones join dst's lists,
+ * the rest go back where they were. */
+size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
+		     enum tb_migrate_reason why)
+{
+	int status[BATCH];
+	struct tb_node *d = &e->node[dst];
+	size_t room = n;
+	if (why != TB_MIGRATE_PROMOTE) {
+		/* Demotion allocates on the lower node above its min watermark; direct
+		 * demotion runs when every node is at min, so it may use half of the
+		 * reserve below min, as __GFP_HIGH allocations may. */
+		uint64_t floor = why == TB_MIGRATE_DEMOTE_DIRECT ? d->wmark_min / 2 : d->wmark_min;
+		uint64_t avail = node_free(d) > floor ? node_free(d) - floor : 0;
+		if (avail < room)
+			room = (size_t)avail;
+	} else if (node_free(d) < room) {
+		room = (size_t)node_free(d);
+	}
+	for (size_t i = 0; i < n; i++)
+		status[i] = i < room ? 0 : -ENOMEM;
+	if (room) {
+		int rc = e->pops->migrate(e->pctx, pages, room, (int)dst, why, status);
+		if (rc < 0)
+			for (size_t i = 0; i < room; i++)
+				status[i] = rc;
+	}
+	size_t moved = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t p = pages[i];
+		uint8_t f = e->meta[p].flags;
+		unsigned src = f & PF_NODE_MASK;
+		if (status[i] != 0) {
+			count(e, TB_C_pgmigrate_fail, 1);
+			if (why == TB_MIGRATE_PROMOTE)
+				count(e, TB_C_promote_fail_migrate, 1);
+			lru_add_head(e, src, lru_of(f), p);
+			continue;
+		}
+		e->node[src].used--;
+		d->used++;
+		f = (uint8_t)((f & ~PF_NODE_MASK) | dst);
+		e->meta[p].flags = f;
+		lru_add_head(e, dst, lru_of(f), p);
+		note_move(e, p, why == TB_MIGRATE_PROMOTE);
+		moved++;
+	}
+	count(e, TB_C_pgmigrate_success, moved);
+	if (why == TB_MIGRATE_PROMOTE) {
+		count(e, TB_C_pgpromote_success, moved);
+		count(e, TB_C_numa_pages_migrated, moved);
+	} else {
+		count(e, why == TB_MIGRATE_DEMOTE_KSWAPD ? TB_C_pgdemote_kswapd : TB_C_pgdemote_direct, moved);
+	}
+	return moved;
+}
+
+/* inactive_is_low(): the kernel keeps inactive >= active / sqrt(10 x GiB). */
+static bool inactive_is_low(const struct tb_node *n, unsigned inactive)
+{
+	uint64_t ina = n->lru[inactive].count, act = n->lru[inactive + 1].count;
+	uint64_t gb = (ina + act) >> (30 - TB_PAGE_SHIFT);
+	uint64_t ratio = gb ? isqrt(10 * gb) : 1;
+	return ina * ratio < act;
+}
+
+static void shrink_active(struct tb_engine *e, unsigned ni, unsigned inactive)
+{
+	struct tb_node *n = &e->node[ni];
+	for (unsigned i = 0; i < BATCH && n->lru[inactive + 1].count; i++) {
+		uint32_t p = n->lru[inactive + 1].tail;
+		lru_del(e, ni, inactive + 1, p);
+		/* page_referenced() harvests the accessed bit; anon pages go inactive anyway */
+		e->pops->test_and_clear_young(e->pctx, p);
+		e->meta[p].flags &= (uint8_t)~PF_ACTIVE;
+		lru_add_head(e, ni, inactive, p);
+		count(e, TB_C_pgdeactivate, 1);
+	}
+}
+
+uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_migrate_reason why)
+{
+	struct tb_node *n = &e->node[ni];
+	if (n->demote_to < 0 || nr == 0)
+		return 0;
+	uint64_t reclaimed = 0, scanned = 0, limit = 2 * n->used + BATCH;
+	enum tb_counter scan_ctr = why == TB_MIGRATE_DEMOTE_KSWAPD ? TB_C_pgscan_kswapd : TB_C_pgscan_direct;
+	while (reclaimed < nr && scanned < limit) {
+		for (unsigned t = LRU_INACTIVE_ANON; t <= LRU_INACTIVE_FILE; t += 2)
+			if (inactive_is_low(n, t))
+				shrink_active(e, ni, t);
+		unsigned t = n->lru[LRU_INACTIVE_ANON].count >= n->lru[LRU_INACTIVE_FILE].count
+				     ? LRU_INACTIVE_ANON
+				     : LRU_INACTIVE_FILE;
+		if (!n->lru[t].count) {
+			/* everything is active: age the larger active list */
+			t = n->lru[LRU_ACTIVE_ANON].count >= n->lru[LRU_ACTIVE_FILE].count ? LRU_INACTIVE_ANON
+											  : LRU_INACTIVE_FILE;
+			if (!n->lru[t + 1].count)
+				break;
+			shrink_active(e, ni, t);
+		}
+		uint32_t cand[BATCH];
+		size_t k = 0;
+		uint64_t want = nr - reclaimed < BATCH ? nr - reclaimed : BATCH;
+		while (k < want && n->lru[t].count && scanned < limit) {
+			uint32_t p = n->lru[t].tail;
+			lru_del(e, ni, t, p);
+			scanned++;
+			count(e, scan_ctr, 1);
+			uint8_t f = e->meta[p].flags;
+			if (e->pops->test_and_clear_young(e->pctx, p)) {
+				/* page_check_references(): mapped anon, or a file page seen twice, activates */
+				if (!(f & PF_FILE) || (f & PF_REFERENCED)) {
+					e->meta[p].flags = (uint8_t)((f | PF_ACTIVE) & ~PF_REFERENCED);
+					count(e, TB_C_pgactivate, 1);
+				} else {
+					e->meta[p].flags = f | PF_REFERENCED;
+				}
+				lru_add_head(e, ni, lru_of(e->meta[p].flags), p);
+				continue;
+			}
+			e->meta[p].flags = f & (uint8_t)~PF_REFERENCED;
+			cand[k++] = p;
+		}
+		if (k) {
+			size_t moved = migrate_pages(e, cand, k, (unsigned)n->demote_to, why);
+			reclaimed += moved;
+			if (moved == 0)
+				break; /* the lower node is full */
+		}
+	}
+	return reclaimed;
+}
+
+void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
+{
+	double cap = (double)e->kswapd_pages_per_sec / 10.0;
+	if (cap < BATCH)
+		cap = BATCH;
+	e->kswapd_credit += (double)e->kswapd_pages_per_sec * (double)elapsed_ns / 1e9;
+	if (e->kswapd_credit > cap)
+		e->kswapd_credit = cap;
+	for (unsigned i = 0; i < e->nr_nodes; i++) {
+		struct tb_node *n = &e->node[i];
+		if (!n->kswapd_awake)
+			continue;
+		uint64_t target = kswapd_target(e, i);
+		if (node_free(n) >= target) {
+			n->kswapd_awake = false;
+			continue;
+		}
+		uint64_t want = target - node_free(n);
+		uint64_t budget = (uint64_t)e->kswapd_credit;
+		if (budget > want)
+			budget = want;
+		if (!budget)
+			continue;
+		uint64_t got = reclaim_node(e, i, budget, TB_MIGRATE_DEMOTE_KSWAPD);
+		e->kswapd_credit -= (double)got;
+		if (got == 0 || node_free(n) >= target)
+			n->kswapd_awake = false;
+	}
+}

@@ -1,0 +1,178 @@
+#include "cfg.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct reader {
+	const char *p;
+	struct cfg *c;
+};
+
+/* inih asks for one line at a time; counting them here gives the handler
+ * the line it is looking at. */
+static char *read_line(char *buf, int size, void *stream)
+{
+	struct reader *r = stream;
+	if (!*r->p)
+		return NULL;
+	int i = 0;
+	while (*r->p && i < size - 1) {
+		char ch = *r->p++;
+		buf[i++] = ch;
+		if (ch == '\n')
+			break;
+	}
+	buf[i] = '\0';
+	r->c->line++;
+	if (i == size - 1 && buf[i - 1] != '\n' && *r->p && !r->c->failed) {
+		snprintf(r->c->err, r->c->errlen, "%s:%u: line longer than %d characters", r->c->file, r->c->line,
+			 size - 2);
+		r->c->failed = true;
+	}
+	return buf;
+}
+
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct cfg *c = user;
+	if (c->failed)
+		return 1;
+	return c->handler(c, section, name, value) ? 1 : 0;
+}
+
+int cfg_parse(const char *label, const char *text, cfg_handler h, void *user, char *err, size_t errlen)
+{
+	struct cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h};
+	struct reader r = {text, &c};
+	err[0] = '\0';
+	int rc = ini_parse_stream(read_line, &r, on_entry, &c);
+	if (c.failed)
+		return -EINVAL;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s:%d: not an INI line (expected [section] or key = value)", label, rc);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+bool cfg_error(struct cfg *c, const char *section, const char *key, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (key)
+		snprintf(c->err, c->errlen, "%s:%u: [%s] %s: %s", c->file, c->line, section, key, msg);
+	else
+		snprintf(c->err, c->errlen, "%s:%u: [%s]: %s", c->file, c->line, section, msg);
+	c->failed = true;
+	return false;
+}
+
+bool cfg_u64(struct cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
+	     uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(val, &end, 10);
+	if (errno || end == val || *end || val[0] == '-')
+		return cfg_error(c, sec, key, "'%s' is not a whole number", val);
+	if (v < min || v > max)
+		return cfg_error(c, sec, key, "%llu is outside %llu..%llu", v, (unsigned long long)min,
+				 (unsigned long long)max);
+	*out = v;
+	return true;
+}
+
+bool cfg_double(struct cfg *c, const char *sec, const char *key, const char *val, double min, double max,
+		double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (errno || end == val || *end || !isfinite(v))
+		return cfg_error(c, sec, key, "'%s' is not a number", val);
+	if (v < min || v > max)
+		return cfg_error(c, sec, key, "%g is outside %g..%g", v, min, max);
+	*out = v;
+	return true;
+}
+
+bool cfg_bool(struct cfg *c, const char *sec, const char *key, const char *val, bool *out)
+{
+	if (!strcmp(val, "yes") || !strcmp(val, "true") || !strcmp(val, "1")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(val, "no") || !strcmp(val, "false") || !strcmp(val, "0")) {
+		*out = false;
+		return true;
+	}
+	return cfg_error(c, sec, key, "'%s' is not yes or no", val);
+}
+
+bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len)
+{
+	if (strlen(val) >= len)
+		return cfg_error(c, sec, key, "longer than %zu characters", len - 1);
+	memcpy(out, val, strlen(val) + 1);
+	return true;
+}
+
+char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (!buf || ferror(f)) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (memchr(buf, '\0', n)) {
+		snprintf(err, errlen, "%s: contains a NUL byte; expected a text file", path);
+		free(buf);
+		return NULL;
+	}
+	if (len)
+		*len = n;
+	return buf;
+}
+
+bool cfg_section_is(const char *section, const char *name, const char **rest)
+{
+	size_t n = strlen(name);
+	if (strncmp(section, name, n) != 0 || section[n] != ' ' || !section[n + 1])
+		return false;
+	*rest = section + n + 1;
+	return true;
+}

@@ -1,0 +1,33 @@
+/* The oracle: the best static placement for the current access
+ * distribution, the upper bound every policy is measured against. */
+#ifndef TB_ORACLE_H
+#define TB_ORACLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine/engine.h"
+#include "workload.h"
+
+struct oracle_region {
+	uint32_t base;
+	uint64_t n;
+	enum dist_kind kind;
+	double share; /* of all accesses */
+	double center, sigma, zipf_s;
+	uint64_t stride;
+	const struct trace *trace;
+};
+
+struct oracle_proc {
+	unsigned cpu_node;
+	double cost[TB_MAX_NODES]; /* mean access cost on each node, read/write mix applied */
+	struct oracle_region region[2];
+};
+
+/* Ranks every page by access probability x cost saved and fills the cheapest
+ * nodes first, within cap[n] pages per node. Writes each page's node to node[]. */
+int oracle_place(const struct oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
+		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,176 @@
+#include "report.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+double report_oracle_pct(const struct report *r, const struct sim_result *res)
+{
+	if (!r->oracle || r->oracle->score <= 0)
+		return -1;
+	return 100.0 * res->score / r->oracle->score;
+}
+
+static void describe(FILE *f, const struct report *r)
+{
+	const struct machine *m = r->machine;
+	double fast = 0, slow = 0;
+	for (unsigned i = 0; i < m->nr_nodes; i++) {
+		double gib = (double)m->node[i].capacity_pages / 262144.0;
+		if (m->node[i].tier == 0)
+			fast += gib;
+		else
+			slow += gib;
+	}
+	const struct workload *w = r->workload;
+	fprintf(f, "machine  %s: %u nodes, %.1f GiB fast + %.1f GiB slow (%s)\n", m->name, m->nr_nodes, fast, slow,
+		m->source);
+	fprintf(f, "workload %s: %u process%s, %.2f GiB (%s)\n", w->name, w->nr_procs, w->nr_procs == 1 ? "" : "es",
+		(double)workload_pages(w) / 262144.0, w->source);
+	fprintf(f, "run      %.1f s modeled, seed %llu\n\n", r->duration_s, (unsigned long long)r->seed);
+}
+
+static void table_row(FILE *f, const struct report *r, const struct sim_result *res)
+{
+	const uint64_t *c = res->counters;
+	double pct = report_oracle_pct(r, res);
+	char pcts[16];
+	if (pct < 0)
+		snprintf(pcts, sizeof(pcts), "-");
+	else
+		snprintf(pcts, sizeof(pcts), "%.1f%%", pct);
+	fprintf(f, "%-14s %9.3f %9.1f %7.1f%% %8s %10llu %10llu %11llu %9llu\n", res->policy, res->score / 1e6,
+		res->mean_latency_ns, 100.0 * res->fast_share, pcts, (unsigned long long)c[TB_C_pgpromote_success],
+		(unsigned long long)(c[TB_C_pgdemote_kswapd] + c[TB_C_pgdemote_direct]),
+		(unsigned long long)c[TB_C_numa_hint_faults],
+		(unsigned long long)(c[TB_C_pingpong_promote_demote] + c[TB_C_pingpong_demote_promote]));
+}
+
+void report_table(FILE *f, const struct report *r)
+{
+	describe(f, r);
+	fprintf(f, "%-14s %9s %9s %8s %8s %10s %10s %11s %9s\n", "policy", "score", "mean lat", "fast", "% of",
+		"promoted", "demoted", "hint", "ping-");
+	fprintf(f, "%-14s %9s %9s %8s %8s %10s %10s %11s %9s\n", "", "Macc/s", "ns", "share", "oracle", "pages",
+		"pages", "faults", "pong");
+	for (size_t i = 0; i < r->nr_results; i++)
+		table_row(f, r, &r->results[i]);
+	if (r->oracle)
+		table_row(f, r, r->oracle);
+	fprintf(f, "\nscore: modeled accesses per second (latency, hint faults and migrations included); "
+		   "fast share: accesses served by the top tier.\n");
+}
+
+static void each_result(const struct report *r, void (*fn)(FILE *, const struct report *, const struct sim_result *, bool),
+			FILE *f)
+{
+	size_t n = r->nr_results + (r->oracle ? 1 : 0);
+	for (size_t i = 0; i < n; i++)
+		fn(f, r, i < r->nr_results ? &r->results[i] : r->oracle, i + 1 == n);
+}
+
+static void csv_rows(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+{
+	(void)r;
+	(void)last;
+	for (size_t i = 0; i < res->nr_rows; i++) {
+		const struct sim_row *w = &res->rows[i];
+		fprintf(f, "%s,%.3f,%llu,%.6g,%.6g,%.6g,%llu,%llu,%llu,%llu,%u,%.6g,%.6g,%.6g\n", res->policy, w->t_s,
+			(unsigned long long)w->accesses, w->score, w->mean_latency_ns, w->fast_share,
+			(unsigned long long)w->promoted, (unsigned long long)w->demoted,
+			(unsigned long long)w->hint_faults, (unsigned long long)w->pingpong, w->threshold_ms,
+			w->promote_mbps, w->fast_free_mib, w->boost_mib);
+	}
+}
+
+void report_csv(FILE *f, const struct report *r)
+{
+	fprintf(f, "policy,t_s,accesses,score,mean_latency_ns,fast_share,promoted,demoted,hint_faults,pingpong,"
+		   "threshold_ms,promote_mbps,fast_free_mib,boost_mib\n");
+	each_result(r, csv_rows, f);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("null", f);
+}
+
+static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+{
+	fputs("  {\"policy\": ", f);
+	json_str(f, res->policy);
+	fputs(", \"machine\": ", f);
+	json_str(f, r->machine->name);
+	fputs(", \"workload\": ", f);
+	json_str(f, r->workload->name);
+	fprintf(f, ", \"seed\": %llu, \"duration_s\": ", (unsigned long long)r->seed);
+	json_num(f, r->duration_s);
+	fputs(",\n   \"score\": ", f);
+	json_num(f, res->score);
+	fputs(", \"mean_latency_ns\": ", f);
+	json_num(f, res->mean_latency_ns);
+	fputs(", \"fast_share\": ", f);
+	json_num(f, res->fast_share);
+	fputs(", \"oracle_pct\": ", f);
+	double pct = report_oracle_pct(r, res);
+	json_num(f, pct < 0 ? NAN : pct);
+	fprintf(f, ", \"accesses\": %llu, \"modeled_seconds\": ", (unsigned long long)res->accesses);
+	json_num(f, res->modeled_s);
+	fputs(", \"anon_fast_share\": ", f);
+	json_num(f, res->anon_pages ? (double)res->anon_fast_pages / (double)res->anon_pages : 0);
+	fputs(", \"slow_read_share\": ", f);
+	json_num(f, res->reads ? (double)res->slow_reads / (double)res->reads : 0);
+	fputs(", \"wall_seconds\": ", f);
+	json_num(f, res->wall_s);
+	fputs(",\n   \"counters\": {", f);
+	for (unsigned c = 0; c < TB_NR_COUNTERS; c++)
+		fprintf(f, "%s\"%s\": %llu", c ? ", " : "", tb_counter_name((enum tb_counter)c),
+			(unsigned long long)res->counters[c]);
+	fputs("},\n   \"series\": [", f);
+	for (size_t i = 0; i < res->nr_rows; i++) {
+		const struct sim_row *w = &res->rows[i];
+		fprintf(f, "%s\n    {\"t_s\": %.3f, \"accesses\": %llu, \"score\": ", i ? "," : "", w->t_s,
+			(unsigned long long)w->accesses);
+		json_num(f, w->score);
+		fputs(", \"mean_latency_ns\": ", f);
+		json_num(f, w->mean_latency_ns);
+		fputs(", \"fast_share\": ", f);
+		json_num(f, w->fast_share);
+		fprintf(f, ", \"promoted\": %llu, \"demoted\": %llu, \"hint_faults\": %llu, \"pingpong\": %llu, "
+			   "\"threshold_ms\": %u, \"promote_mbps\": ",
+			(unsigned long long)w->promoted, (unsigned long long)w->demoted,
+			(unsigned long long)w->hint_faults, (unsigned long long)w->pingpong, w->threshold_ms);
+		json_num(f, w->promote_mbps);
+		fputs(", \"fast_free_mib\": ", f);
+		json_num(f, w->fast_free_mib);
+		fputs(", \"boost_mib\": ", f);
+		json_num(f, w->boost_mib);
+		fputc('}', f);
+	}
+	fprintf(f, "]}%s\n", last ? "" : ",");
+}
+
+void report_json(FILE *f, const struct report *r)
+{
+	fputs("[\n", f);
+	each_result(r, json_result, f);
+	fputs("]\n", f);
+}

@@ -1,0 +1,53 @@
+/* One simulation: a machine, a workload, a policy (or the oracle), a seed. */
+#ifndef TB_SIM_H
+#define TB_SIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine/engine.h"
+#include "machine.h"
+#include "workload.h"
+
+struct sim_config {
+	const struct machine *machine;
+	const struct workload *workload;
+	struct tb_knobs knobs;
+	uint32_t policy;
+	bool oracle;        /* static best placement per phase instead of a policy */
+	uint64_t seed;
+	double duration_s;
+	double interval_s;
+	bool check;         /* check the engine's invariants every interval */
+	_Atomic unsigned *progress_permille; /* optional: updated every interval */
+};
+
+struct sim_row {
+	double t_s;
+	uint64_t accesses;
+	double score, mean_latency_ns, fast_share;
+	uint64_t promoted, demoted, hint_faults, pingpong;
+	uint32_t threshold_ms;
+	double promote_mbps, fast_free_mib, boost_mib;
+};
+
+struct sim_result {
+	char policy[32];
+	uint64_t accesses, fast_accesses, reads, slow_reads;
+	double modeled_s, access_ns, overhead_ns, background_ns;
+	double score, mean_latency_ns, fast_share;
+	uint64_t anon_pages, anon_fast_pages; /* at the end of the run */
+	uint64_t counters[TB_NR_COUNTERS];
+	struct sim_row *rows;
+	size_t nr_rows;
+	double wall_s;
+	size_t bytes_per_page;
+	uint64_t checks;    /* invariant checks passed */
+};
+
+int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, size_t errlen);
+void sim_result_free(struct sim_result *r);
+
+#endif

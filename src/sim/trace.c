@@ -1,0 +1,166 @@
+#include "trace.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int fail(struct trace *t, uint64_t *addr, int rc)
+{
+	free(addr);
+	trace_free(t);
+	return rc;
+}
+
+int trace_parse(struct trace **out, const char *label, const char *text, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct trace *t = calloc(1, sizeof(*t));
+	size_t cap = 1024, n = 0;
+	uint64_t *addr = malloc(cap * sizeof(*addr));
+	if (!t || !addr) {
+		snprintf(err, errlen, "%s: out of memory", label);
+		return fail(t, addr, -ENOMEM);
+	}
+	t->ops = malloc(cap * sizeof(*t->ops));
+	if (!t->ops) {
+		snprintf(err, errlen, "%s: out of memory", label);
+		return fail(t, addr, -ENOMEM);
+	}
+	unsigned line = 0;
+	bool header = false;
+	const char *p = text;
+	while (*p) {
+		line++;
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char buf[256];
+		if (len >= sizeof(buf)) {
+			snprintf(err, errlen, "%s:%u: line longer than %zu characters", label, line, sizeof(buf) - 1);
+			return fail(t, addr, -EINVAL);
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		p += len + (eol ? 1 : 0);
+		char *hash = strchr(buf, '#');
+		if (hash)
+			*hash = '\0';
+		char *s = buf;
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			continue;
+		if (!header) {
+			unsigned version;
+			char extra;
+			if (sscanf(s, "tierbal-trace %u %c", &version, &extra) != 1 || version != 1) {
+				snprintf(err, errlen, "%s:%u: expected the header 'tierbal-trace 1', got '%s'", label, line, s);
+				return fail(t, addr, -EINVAL);
+			}
+			header = true;
+			continue;
+		}
+		char op = (char)toupper((unsigned char)*s);
+		if ((op != 'R' && op != 'W') || !isspace((unsigned char)s[1])) {
+			snprintf(err, errlen, "%s:%u: op: expected R or W, got '%s'", label, line, s);
+			return fail(t, addr, -EINVAL);
+		}
+		char *a = s + 2, *end;
+		while (isspace((unsigned char)*a))
+			a++;
+		errno = 0;
+		unsigned long long v = strtoull(a, &end, 0);
+		while (isspace((unsigned char)*end))
+			end++;
+		if (errno || end == a || *end || *a == '-') {
+			snprintf(err, errlen, "%s:%u: address: '%s' is not a hex (0x...) or decimal address", label, line, a);
+			return fail(t, addr, -EINVAL);
+		}
+		if (n == cap) {
+			cap *= 2;
+			uint64_t *na = realloc(addr, cap * sizeof(*na));
+			if (!na) {
+				snprintf(err, errlen, "%s: out of memory", label);
+				return fail(t, addr, -ENOMEM);
+			}
+			addr = na;
+			uint32_t *no = realloc(t->ops, cap * sizeof(*no));
+			if (!no) {
+				snprintf(err, errlen, "%s: out of memory", label);
+				return fail(t, addr, -ENOMEM);
+			}
+			t->ops = no;
+		}
+		addr[n] = v >> 12;
+		t->ops[n] = op == 'W' ? TRACE_WRITE : 0;
+		n++;
+	}
+	if (!header || n == 0) {
+		snprintf(err, errlen, "%s: no accesses (expected 'tierbal-trace 1' then lines 'R|W ADDRESS')", label);
+		return fail(t, addr, -EINVAL);
+	}
+	/* dense page numbers: rank of each page among the distinct pages */
+	uint64_t *uniq = malloc(n * sizeof(*uniq));
+	if (!uniq) {
+		snprintf(err, errlen, "%s: out of memory", label);
+		return fail(t, addr, -ENOMEM);
+	}
+	memcpy(uniq, addr, n * sizeof(*uniq));
+	qsort(uniq, n, sizeof(*uniq), cmp_u64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || uniq[i] != uniq[u - 1])
+			uniq[u++] = uniq[i];
+	if (u >= TRACE_WRITE) {
+		free(uniq);
+		snprintf(err, errlen, "%s: %zu distinct pages; at most %u are supported", label, u, TRACE_WRITE - 1);
+		return fail(t, addr, -EINVAL);
+	}
+	t->hits = calloc(u, sizeof(*t->hits));
+	if (!t->hits) {
+		free(uniq);
+		snprintf(err, errlen, "%s: out of memory", label);
+		return fail(t, addr, -ENOMEM);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *hit = bsearch(&addr[i], uniq, u, sizeof(*uniq), cmp_u64);
+		uint32_t idx = (uint32_t)(hit - uniq);
+		t->ops[i] |= idx;
+		t->hits[idx]++;
+	}
+	free(uniq);
+	free(addr);
+	t->nr_ops = n;
+	t->nr_pages = u;
+	*out = t;
+	return 0;
+}
+
+int trace_load(struct trace **out, const char *path, char *err, size_t errlen)
+{
+	char *text = cfg_read_file(path, NULL, err, errlen);
+	if (!text)
+		return -ENOENT;
+	int rc = trace_parse(out, path, text, err, errlen);
+	free(text);
+	return rc;
+}
+
+void trace_free(struct trace *t)
+{
+	if (!t)
+		return;
+	free(t->ops);
+	free(t->hits);
+	free(t);
+}

@@ -1,0 +1,76 @@
+#!/bin/bash
+# Command-line behaviour of 'tierbal sim': exit codes, messages, formats,
+# determinism. usage: test_cli.sh TIERBAL DATA_DIR
+set -u
+TB=$1
+DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+
+check() { # check NAME EXPECTED_RC GREP_PATTERN -- CMD...
+	local name=$1 want=$2 pat=$3
+	shift 4
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	local rc=$?
+	if [ "$rc" != "$want" ]; then
+		echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  | /' "$TMP/err" | head -5; fail=$((fail + 1)); return
+	fi
+	if [ -n "$pat" ] && ! grep -qE -- "$pat" "$TMP/out" "$TMP/err"; then
+		echo "FAIL $name: output lacks /$pat/"; sed 's/^/  | /' "$TMP/out" "$TMP/err" | head -8; fail=$((fail + 1)); return
+	fi
+	echo "ok   $name"; pass=$((pass + 1))
+}
+
+check "no command" 2 "usage: tierbal" -- "$TB"
+check "unknown command" 2 "unknown command 'frob'" -- "$TB" frob
+check "version" 0 "^tierbal [0-9]" -- "$TB" --version
+check "sim help" 0 "--machine NAME\|FILE" -- "$TB" sim --help
+check "unknown option" 2 "unknown option" -- "$TB" sim --bogus
+check "missing value" 2 "missing" -- "$TB" sim --policy
+check "bad policy" 2 "'fast' is not a policy" -- "$TB" sim --policy fast
+check "bad format" 2 "'xml' is not table, csv or json" -- "$TB" sim --format xml
+check "bad duration" 2 "--duration: '-1'" -- "$TB" sim --duration -1
+check "bad seed" 2 "--seed: 'x'" -- "$TB" sim --seed x
+check "bad knob" 2 "unknown knob 'nope'" -- "$TB" sim --set nope=1
+check "knob range" 2 "numa_balancing: 7 is outside 0..3" -- "$TB" sim --set numa_balancing=7
+check "stray argument" 2 "unexpected argument 'extra'" -- "$TB" sim extra
+check "unknown machine" 2 "no shipped machines named 'nosuch' \(shipped: small" -- "$TB" sim --machine nosuch
+check "missing file" 2 "/nonexistent.ini: cannot open" -- "$TB" sim --workload /nonexistent.ini
+check "bad machine file" 2 "bad-machine.ini:7: \[node 0\] read_ns: 'quick' is not a number" -- "$TB" sim --machine "$DATA/bad-machine.ini"
+check "workload too big" 2 "workload huge needs 4096 MiB but machine small holds" -- "$TB" sim --workload "$DATA/huge.ini" --duration 0.01 --quiet --policy none
+check "list" 0 "hot-threshold" -- "$TB" sim --list
+grep -q "numa_balancing_promote_rate_limit_MBps *65536" "$TMP/out" && grep -q "optane-2s" "$TMP/out" && grep -q "tpp-mix" "$TMP/out" \
+	&& { echo "ok   list names machines, workloads, knobs"; pass=$((pass + 1)); } \
+	|| { echo "FAIL list content"; fail=$((fail + 1)); }
+check "unwritable out" 2 "cannot write /nonexistent/dir/x" -- "$TB" sim --out /nonexistent/dir/x --duration 0.1 --quiet
+
+# a short real run in every format
+check "table" 0 "" -- "$TB" sim --duration 2 --quiet --out "$TMP/t1"
+grep -qE "^hot-threshold " "$TMP/t1" && grep -qE "^oracle .*100\.0%" "$TMP/t1" && { echo "ok   table has the oracle row"; pass=$((pass + 1)); } || { echo "FAIL oracle row"; cat "$TMP/t1"; fail=$((fail + 1)); }
+"$TB" sim --duration 2 --quiet --out "$TMP/t2"
+cmp -s "$TMP/t1" "$TMP/t2" && { echo "ok   table output byte-identical across runs"; pass=$((pass + 1)); } || { echo "FAIL table differs"; diff "$TMP/t1" "$TMP/t2" | head; fail=$((fail + 1)); }
+"$TB" sim --duration 2 --quiet --format csv > "$TMP/c1"; "$TB" sim --duration 2 --quiet --format csv --jobs 1 > "$TMP/c2"
+cmp -s "$TMP/c1" "$TMP/c2" && { echo "ok   csv identical with 1 or many threads"; pass=$((pass + 1)); } || { echo "FAIL csv differs"; fail=$((fail + 1)); }
+head -1 "$TMP/c1" | grep -q "^policy,t_s,accesses,score" && { echo "ok   csv header"; pass=$((pass + 1)); } || { echo "FAIL csv header"; fail=$((fail + 1)); }
+"$TB" sim --duration 2 --quiet --seed 2 --format csv > "$TMP/c3"
+cmp -s "$TMP/c1" "$TMP/c3" && { echo "FAIL another seed gave the same series"; fail=$((fail + 1)); } || { echo "ok   another seed, another series"; pass=$((pass + 1)); }
+check "json" 0 "" -- "$TB" sim --duration 2 --quiet --format json --policy always,combined --out "$TMP/j1"
+python3 - "$TMP/j1" <<'PY' && { echo "ok   json schema"; pass=$((pass + 1)); } || { echo "FAIL json schema"; fail=$((fail + 1)); }
+import json, sys
+runs = json.load(open(sys.argv[1]))
+assert [r["policy"] for r in runs] == ["always", "combined", "oracle"], runs
+for r in runs:
+    for k in ("policy", "score", "fast_share", "oracle_pct", "accesses", "wall_seconds", "counters", "series"):
+        assert k in r, k
+    assert r["accesses"] > 0 and 0 <= r["fast_share"] <= 1
+    for c in ("pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd", "numa_hint_faults", "pgmigrate_success"):
+        assert isinstance(r["counters"][c], int), c
+    assert len(r["series"]) == 2
+assert runs[-1]["oracle_pct"] == 100 and runs[0]["oracle_pct"] < 100
+PY
+check "trace replay" 0 "^combined " -- "$TB" sim --workload "$DATA/trace.ini" --quiet --check
+check "check flag" 0 "invariants held" -- "$TB" sim --duration 1 --check --policy combined
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

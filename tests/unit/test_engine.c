@@ -1,0 +1,512 @@
+/* Engine mechanisms, each against a fake platform whose clock and accessed
+ * bits the test sets by hand. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "internal.h"
+
+#define FAST_PAGES 4096u
+#define SLOW_PAGES 16384u
+#define NR_PAGES (FAST_PAGES + SLOW_PAGES)
+
+struct fake {
+	uint64_t now;
+	uint8_t young[NR_PAGES];
+	uint8_t armed[NR_PAGES];
+	uint64_t armed_on[2];
+	int migrate_rc;
+	struct tb_engine *e;
+};
+
+static uint64_t f_now(void *ctx)
+{
+	return ((struct fake *)ctx)->now;
+}
+
+static int f_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *st)
+{
+	struct fake *f = ctx;
+	(void)pages;
+	(void)dst;
+	(void)why;
+	for (size_t i = 0; i < n; i++)
+		st[i] = f->migrate_rc;
+	return 0;
+}
+
+static bool f_young(void *ctx, uint32_t p)
+{
+	struct fake *f = ctx;
+	bool y = f->young[p];
+	f->young[p] = 0;
+	return y;
+}
+
+static int f_arm(void *ctx, const uint32_t *pages, size_t n)
+{
+	struct fake *f = ctx;
+	for (size_t i = 0; i < n; i++) {
+		f->armed[pages[i]] = 1;
+		f->armed_on[tb_engine_page_node(f->e, pages[i])]++;
+	}
+	return 0;
+}
+
+static const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young};
+static const struct tb_sampler_ops fake_sampler = {f_arm};
+
+static struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *))
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	struct tb_engine_config c = {
+		.policy = policy,
+		.nr_nodes = 2,
+		.nodes = {{FAST_PAGES, 0, 1, 0}, {SLOW_PAGES, 1, -1, 0}},
+		.nr_pages = NR_PAGES,
+		.kswapd_pages_per_sec = 1000000,
+		.platform = &fake_platform,
+		.platform_ctx = f,
+		.sampler = &fake_sampler,
+		.sampler_ctx = f,
+	};
+	tb_knobs_default(&c.knobs);
+	c.knobs.scan_delay_ms = 0;
+	c.knobs.scan_size_mb = 64; /* one window covers the whole space */
+	if (tweak)
+		tweak(&c.knobs);
+	char err[256];
+	assert_int_equal(tb_engine_new(&f->e, &c, err, sizeof(err)), 0);
+	assert_int_equal(tb_engine_add_space(f->e, 0, NR_PAGES, 0, 0), 0);
+	return f;
+}
+
+static void destroy(struct fake *f)
+{
+	char err[256] = "";
+	int rc = tb_engine_check(f->e, err, sizeof(err));
+	if (rc)
+		fail_msg("invariant broken: %s", err);
+	tb_engine_free(f->e);
+	free(f);
+}
+
+static uint64_t ctr(struct fake *f, enum tb_counter c)
+{
+	return tb_engine_counters(f->e)[c];
+}
+
+static struct tb_node_info info(struct fake *f, unsigned n)
+{
+	struct tb_node_info ni;
+	tb_engine_node_info(f->e, n, &ni);
+	return ni;
+}
+
+static uint64_t free_pages(struct fake *f, unsigned n)
+{
+	struct tb_node_info ni = info(f, n);
+	return ni.present - ni.used;
+}
+
+/* advance the clock by ms, ticking every millisecond as the simulator does */
+static void advance(struct fake *f, unsigned ms)
+{
+	for (unsigned i = 0; i < ms; i++) {
+		f->now += 1000000;
+		tb_engine_tick(f->e);
+	}
+}
+
+/* pages [first, first+n) placed on node */
+static void place(struct fake *f, uint32_t first, uint32_t n, unsigned node)
+{
+	for (uint32_t p = first; p < first + n; p++)
+		assert_int_equal(tb_engine_place(f->e, p, node, false), 0);
+}
+
+static void fault(struct fake *f, uint32_t p)
+{
+	assert_true(f->armed[p]);
+	f->armed[p] = 0;
+	tb_engine_hint_fault(f->e, p, false);
+}
+
+/* fill the fast node until exactly `left` pages are free */
+static void fill_fast(struct fake *f, uint32_t *next, uint64_t left)
+{
+	while (free_pages(f, 0) > left)
+		place(f, (*next)++, 1, 0);
+}
+
+static void test_watermarks(void **state)
+{
+	(void)state;
+	/* kernel rules: min_free_kbytes = sqrt(16 x KiB), split by node size;
+	 * distance = max(min/4, present x scale_factor / 10000) */
+	uint64_t total_kb = (uint64_t)NR_PAGES * 4, min_kb = 0;
+	while ((min_kb + 1) * (min_kb + 1) <= total_kb * 16)
+		min_kb++;
+	uint64_t min0 = (min_kb / 4) * FAST_PAGES / NR_PAGES;
+	uint64_t tmp = FAST_PAGES * 10 / 10000 > min0 / 4 ? FAST_PAGES * 10 / 10000 : min0 / 4;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	struct tb_node_info ni = info(f, 0);
+	assert_int_equal(ni.wmark_min, min0);
+	assert_int_equal(ni.wmark_low, min0 + tmp);
+	assert_int_equal(ni.wmark_high, min0 + 2 * tmp);
+	assert_int_equal(ni.wmark_promo, min0 + 3 * tmp); /* v13: one more distance */
+	destroy(f);
+}
+
+static void v10(struct tb_knobs *k)
+{
+	k->wmark_mode = TB_WMARK_V10;
+}
+
+static void boost(struct tb_knobs *k)
+{
+	k->wmark_mode = TB_WMARK_BOOST;
+	k->boost_step_kb = 64;
+}
+
+static void test_watermarks_v10_and_boost(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, v10);
+	struct tb_node_info ni = info(f, 0);
+	uint64_t extra = FAST_PAGES >> 6 < 2560 ? FAST_PAGES >> 6 : 2560; /* min(10 MiB, present >> 6) */
+	assert_int_equal(ni.wmark_promo, ni.wmark_high + extra);
+	destroy(f);
+	f = make(TB_POLICY_PROMOTE, boost);
+	ni = info(f, 0);
+	assert_int_equal(ni.wmark_promo, ni.wmark_high); /* no static headroom: it comes on demand */
+	assert_int_equal(ni.boost, 0);
+	destroy(f);
+}
+
+static void test_refused_promotion_wakes_kswapd(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	uint32_t next = 0;
+	place(f, 0, 64, 1); /* slow pages 0..63 */
+	next = 64;
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	advance(f, 1); /* the scanner arms the slow pages */
+	assert_int_equal(f->armed_on[0], 0);
+	assert_true(f->armed[0]);
+	fault(f, 0);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 1);
+	assert_int_equal(ctr(f, TB_C_kswapd_wakeups), 1);
+	assert_true(info(f, 0).kswapd_awake);
+	advance(f, 10);
+	assert_true(ctr(f, TB_C_pgdemote_kswapd) > 0);
+	assert_true(free_pages(f, 0) >= info(f, 0).wmark_promo); /* tiering mode: kswapd stops at promo */
+	assert_false(info(f, 0).kswapd_awake);
+	fault(f, 1);
+	assert_int_equal(tb_engine_page_node(f->e, 1), 0);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 1);
+	assert_int_equal(ctr(f, TB_C_numa_pages_migrated), 1);
+	destroy(f);
+}
+
+static void no_tiering(struct tb_knobs *k)
+{
+	k->numa_balancing = 0;
+}
+
+static void test_fallback_leaves_kswapd_asleep(void **state)
+{
+	(void)state;
+	struct fake *f = make(0, no_tiering);
+	uint32_t next = 0;
+	fill_fast(f, &next, info(f, 0).wmark_min);
+	unsigned node;
+	/* every node above low? node 1 is: the page falls back there, kswapd sleeps */
+	assert_int_equal(tb_engine_alloc(f->e, next++, false, &node), 0);
+	assert_int_equal(node, 1);
+	assert_int_equal(ctr(f, TB_C_numa_miss), 1);
+	assert_int_equal(ctr(f, TB_C_kswapd_wakeups), 0);
+	destroy(f);
+}
+
+static void test_direct_demotion(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	uint32_t next = 0;
+	/* both nodes at their min watermark: only direct demotion makes room */
+	uint64_t slow_left = info(f, 1).wmark_min;
+	while (free_pages(f, 1) > slow_left)
+		place(f, next++, 1, 1);
+	fill_fast(f, &next, info(f, 0).wmark_min);
+	unsigned node;
+	assert_int_equal(tb_engine_alloc(f->e, next++, false, &node), 0);
+	assert_int_equal(node, 0);
+	assert_int_equal(ctr(f, TB_C_allocstall), 1);
+	assert_true(ctr(f, TB_C_pgdemote_direct) >= 1);
+	assert_true(ctr(f, TB_C_kswapd_wakeups) >= 1);
+	destroy(f);
+}
+
+static void rate_limited(struct tb_knobs *k)
+{
+	k->promote_rate_limit_MBps = 1; /* 256 pages a second */
+	k->scan_period_max_ms = 1000;   /* adjust the threshold every second */
+	k->scan_period_min_ms = 100;
+	k->scan_size_mb = 1;            /* windows of 256 pages, every 100 ms / 80 windows */
+	k->free_space_bypass = 0;
+}
+
+static unsigned fault_all_armed_slow(struct fake *f, unsigned max)
+{
+	unsigned n = 0;
+	for (uint32_t p = 0; p < NR_PAGES && n < max; p++)
+		if (f->armed[p] && tb_engine_page_node(f->e, p) == 1) {
+			fault(f, p);
+			n++;
+		}
+	return n;
+}
+
+static void test_threshold_follows_rate_limit(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT, rate_limited);
+	place(f, 0, SLOW_PAGES, 1);
+	uint32_t ref = 1000, unit = ref * 2 / 16;
+	/* first second: 400 fresh candidates, well above 256 x 1.1 */
+	unsigned got = 0;
+	for (int i = 0; i < 20 && got < 400; i++) {
+		advance(f, 40);
+		got += fault_all_armed_slow(f, 400 - got);
+	}
+	assert_int_equal(got, 400);
+	assert_true(ctr(f, TB_C_pgpromote_candidate) >= 400);
+	assert_true(ctr(f, TB_C_promote_fail_ratelimit) > 0); /* the limit bit within the second */
+	while (f->now < 1100 * 1000000ull)
+		advance(f, 1);
+	fault_all_armed_slow(f, 1); /* the first fault after the period adjusts */
+	assert_int_equal(info(f, 0).threshold_ms, ref - unit);
+	/* next period: almost no candidates, under 256 x 0.9: the threshold climbs back */
+	while (f->now < 2200 * 1000000ull)
+		advance(f, 1);
+	fault_all_armed_slow(f, 1);
+	assert_int_equal(info(f, 0).threshold_ms, ref);
+	assert_int_equal(ctr(f, TB_C_threshold_adjustments), 2);
+	destroy(f);
+}
+
+static void test_cold_page_not_promoted(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT, rate_limited);
+	place(f, 0, 256, 1);
+	advance(f, 1);
+	assert_true(f->armed[0]);
+	advance(f, 1500); /* longer than the 1000 ms threshold */
+	uint64_t before = ctr(f, TB_C_promote_fail_threshold);
+	tb_engine_hint_fault(f->e, 0, false);
+	assert_int_equal(ctr(f, TB_C_promote_fail_threshold), before + 1);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	destroy(f);
+}
+
+static void test_active_lru_second_fault(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_ACTIVE_LRU, NULL);
+	place(f, 0, 64, 1);
+	advance(f, 1);
+	fault(f, 5);
+	assert_int_equal(tb_engine_page_node(f->e, 5), 1); /* first fault: only activated */
+	assert_int_equal(ctr(f, TB_C_promote_defer_inactive), 1);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 0);
+	assert_int_equal(info(f, 1).lru[1], 1); /* on node 1's active anon list */
+	while (!f->armed[5])
+		advance(f, 10); /* the next scan pass re-arms it */
+	fault(f, 5);
+	assert_int_equal(tb_engine_page_node(f->e, 5), 0);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 1);
+	destroy(f);
+}
+
+static void normal_too(struct tb_knobs *k)
+{
+	k->numa_balancing = TB_NUMA_BALANCING_MEMORY_TIERING | TB_NUMA_BALANCING_NORMAL;
+}
+
+static void test_fast_tier_not_scanned(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 1000, 0);
+	place(f, 1000, 1000, 1);
+	advance(f, 1);
+	assert_int_equal(f->armed_on[0], 0);
+	assert_int_equal(f->armed_on[1], 1000);
+	for (uint32_t p = 0; p < 2000; p++)
+		if (f->armed[p])
+			fault(f, p);
+	assert_int_equal(ctr(f, TB_C_numa_hint_faults_local), 0);
+	destroy(f);
+	/* with the NORMAL bit set the fast tier is scanned too */
+	f = make(TB_POLICY_PROMOTE, normal_too);
+	place(f, 0, 1000, 0);
+	place(f, 1000, 1000, 1);
+	advance(f, 1);
+	assert_int_equal(f->armed_on[0], 1000);
+	fault(f, 0);
+	assert_int_equal(ctr(f, TB_C_numa_hint_faults_local), 1);
+	destroy(f);
+}
+
+static void test_boost_raises_then_decays(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, boost);
+	place(f, 0, 64, 1);
+	uint32_t next = 64;
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	advance(f, 1);
+	fault(f, 0);
+	uint64_t b1 = info(f, 0).boost;
+	assert_int_equal(b1, 64 / 4); /* one step of 64 KiB */
+	fault(f, 1);
+	assert_int_equal(info(f, 0).boost, 2 * b1); /* refused again before any tick */
+	uint64_t target = info(f, 0).wmark_high + info(f, 0).boost;
+	f->now += 1000000;
+	tb_engine_tick(f->e); /* kswapd reclaims past high, towards high + boost */
+	assert_true(free_pages(f, 0) > info(f, 0).wmark_high);
+	assert_true(free_pages(f, 0) <= target);
+	advance(f, 5000); /* five time constants, no refusals */
+	assert_int_equal(info(f, 0).boost, 0);
+	destroy(f);
+}
+
+static void test_pingpong(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 2, 1);
+	advance(f, 1);
+	fault(f, 0); /* page 0 promoted first: the oldest page of the fast node */
+	assert_int_equal(tb_engine_page_node(f->e, 0), 0);
+	uint32_t next = 2;
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	fault(f, 1); /* refused: kswapd demotes the fast node's oldest pages */
+	advance(f, 5);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_pingpong_promote_demote), 1);
+	destroy(f);
+}
+
+static void test_second_chance(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 2, 1);
+	uint32_t next = 2;
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	/* the 100 oldest fast pages were accessed since they were added */
+	for (uint32_t p = 2; p < 102; p++)
+		f->young[p] = 1;
+	advance(f, 1);
+	fault(f, 0);
+	advance(f, 5);
+	for (uint32_t p = 2; p < 102; p++)
+		assert_int_equal(tb_engine_page_node(f->e, p), 0);
+	assert_true(ctr(f, TB_C_pgactivate) >= 100);
+	assert_int_equal(tb_engine_page_node(f->e, 102), 1); /* the next oldest, not accessed, went */
+	destroy(f);
+}
+
+static void test_failed_migration_counted(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 4, 1);
+	advance(f, 1);
+	f->migrate_rc = -16; /* EBUSY */
+	fault(f, 0);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_pgmigrate_fail), 1);
+	assert_int_equal(ctr(f, TB_C_promote_fail_migrate), 1);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 0);
+	destroy(f);
+}
+
+static void test_check_catches_corruption(void **state)
+{
+	(void)state;
+	struct fake *f = make(0, NULL);
+	place(f, 0, 10, 0);
+	char err[256];
+	assert_int_equal(tb_engine_check(f->e, err, sizeof(err)), 0);
+	f->e->node[0].used++;
+	assert_int_equal(tb_engine_check(f->e, err, sizeof(err)), -EFAULT);
+	assert_non_null(strstr(err, "accounted used"));
+	f->e->node[0].used--;
+	f->e->meta[3].prev = 7; /* a broken link */
+	assert_int_equal(tb_engine_check(f->e, err, sizeof(err)), -EFAULT);
+	f->e->meta[3].prev = 4;
+	destroy(f);
+}
+
+static void test_knobs_and_policies(void **state)
+{
+	(void)state;
+	struct tb_knobs k;
+	char err[256];
+	tb_knobs_default(&k);
+	assert_int_equal(k.hot_threshold_ms, 1000);
+	assert_int_equal(k.promote_rate_limit_MBps, 65536);
+	assert_int_equal(tb_knob_set(&k, "numa_balancing_hot_threshold_ms=500", err, sizeof(err)), 0);
+	assert_int_equal(k.hot_threshold_ms, 500);
+	assert_int_equal(tb_knob_set(&k, "promo_wmark_mode=boost", err, sizeof(err)), 0);
+	assert_int_equal(k.wmark_mode, TB_WMARK_BOOST);
+	assert_int_equal(tb_knob_set(&k, "no_such_knob=1", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown knob"));
+	assert_int_equal(tb_knob_set(&k, "numa_balancing=9", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "outside"));
+	assert_int_equal(tb_knob_set(&k, "watermark_scale_factor=ten", err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_knob_set(&k, "watermark_scale_factor", err, sizeof(err)), -EINVAL);
+	uint32_t p;
+	assert_int_equal(tb_policy_parse("combined", &p), 0);
+	assert_int_equal(p, TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ACTIVE_LRU);
+	assert_int_equal(tb_policy_parse("hot-threshold+active-lru", &p), 0);
+	assert_string_equal(tb_policy_name(p), "combined");
+	assert_int_equal(tb_policy_parse("always+", &p), -EINVAL);
+	assert_int_equal(tb_policy_parse("fast", &p), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_watermarks),
+		cmocka_unit_test(test_watermarks_v10_and_boost),
+		cmocka_unit_test(test_refused_promotion_wakes_kswapd),
+		cmocka_unit_test(test_fallback_leaves_kswapd_asleep),
+		cmocka_unit_test(test_direct_demotion),
+		cmocka_unit_test(test_threshold_follows_rate_limit),
+		cmocka_unit_test(test_cold_page_not_promoted),
+		cmocka_unit_test(test_active_lru_second_fault),
+		cmocka_unit_test(test_fast_tier_not_scanned),
+		cmocka_unit_test(test_boost_raises_then_decays),
+		cmocka_unit_test(test_pingpong),
+		cmocka_unit_test(test_second_chance),
+		cmocka_unit_test(test_failed_migration_counted),
+		cmocka_unit_test(test_check_catches_corruption),
+		cmocka_unit_test(test_knobs_and_policies),
+	};
+	return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
