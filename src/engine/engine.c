@@ -75,18 +75,19 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 	struct tb_engine *e = calloc(1, sizeof(*e));
 	if (!e)
 		goto nomem;
-	e->meta = malloc((size_t)cfg->nr_pages * sizeof(*e->meta));
+	e->pops = cfg->platform;
+	e->pctx = cfg->platform_ctx;
+	e->nr_pages = cfg->nr_pages;
+	size_t bytes = (size_t)cfg->nr_pages * sizeof(*e->meta);
+	e->meta = e->pops->table_alloc ? e->pops->table_alloc(e->pctx, bytes) : malloc(bytes);
 	if (!e->meta)
 		goto nomem;
 	for (uint32_t p = 0; p < cfg->nr_pages; p++)
 		e->meta[p] = (struct tb_pmeta){.prev = TB_NIL, .next = TB_NIL, .flags = TB_NO_NODE};
 	e->k = cfg->knobs;
 	e->policy = cfg->policy;
-	e->pops = cfg->platform;
-	e->pctx = cfg->platform_ctx;
 	e->sops = cfg->sampler;
 	e->sctx = cfg->sampler_ctx;
-	e->nr_pages = cfg->nr_pages;
 	e->nr_nodes = cfg->nr_nodes;
 	e->kswapd_pages_per_sec = cfg->kswapd_pages_per_sec ? cfg->kswapd_pages_per_sec : 1000000;
 	for (unsigned i = 0; i < cfg->nr_nodes; i++) {
@@ -114,7 +115,10 @@ void tb_engine_free(struct tb_engine *e)
 {
 	if (!e)
 		return;
-	free(e->meta);
+	if (e->meta && e->pops->table_free)
+		e->pops->table_free(e->pctx, e->meta, (size_t)e->nr_pages * sizeof(*e->meta));
+	else
+		free(e->meta);
 	free(e->spaces);
 	free(e);
 }
@@ -234,40 +238,52 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, uint64_t *se
 int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 {
 	int rc = 0;
-	uint64_t seen_total = 0;
+	uint64_t listed[TB_MAX_NODES][NR_LRU] = {{0}};
 	for (unsigned ni = 0; ni < e->nr_nodes && !rc; ni++) {
 		const struct tb_node *n = &e->node[ni];
 		uint64_t seen = 0;
-		for (unsigned l = 0; l < NR_LRU && !rc; l++)
-			rc = check_list(e, ni, l, &seen, err, len);
-		if (!rc && seen != n->used) {
-			snprintf(err, len, "node %u: %llu pages on lists, %llu accounted used", ni,
-				 (unsigned long long)seen, (unsigned long long)n->used);
-			rc = -EFAULT;
-		}
+		if (n->demote_to >= 0)
+			for (unsigned l = 0; l < NR_LRU && !rc; l++)
+				rc = check_list(e, ni, l, &seen, err, len);
 		if (!rc && n->used > n->present) {
 			snprintf(err, len, "node %u: %llu used of %llu present: free is negative", ni,
 				 (unsigned long long)n->used, (unsigned long long)n->present);
 			rc = -EFAULT;
 		}
-		seen_total += seen;
 	}
-	uint64_t present = 0;
 	for (uint32_t p = 0; p < e->nr_pages; p++) {
 		uint8_t f = e->meta[p].flags;
-		if ((f & PF_NODE_MASK) != TB_NO_NODE) {
-			present++;
-			if (!rc && !(f & PF_VISIT)) {
-				snprintf(err, len, "page %u is on node %u but on none of its lists", p, f & PF_NODE_MASK);
+		unsigned ni = f & PF_NODE_MASK;
+		if (ni != TB_NO_NODE) {
+			if (ni >= e->nr_nodes) {
+				if (!rc)
+					snprintf(err, len, "page %u claims node %u of %u", p, ni, e->nr_nodes);
 				rc = -EFAULT;
+			} else {
+				listed[ni][lru_of(f)]++;
+				if (!rc && e->node[ni].demote_to >= 0 && !(f & PF_VISIT)) {
+					snprintf(err, len, "page %u is on node %u but on none of its lists", p, ni);
+					rc = -EFAULT;
+				}
 			}
 		}
 		e->meta[p].flags = f & (uint8_t)~PF_VISIT;
 	}
-	if (!rc && present != seen_total) {
-		snprintf(err, len, "%llu pages present, %llu on lists", (unsigned long long)present,
-			 (unsigned long long)seen_total);
-		rc = -EFAULT;
+	for (unsigned ni = 0; ni < e->nr_nodes && !rc; ni++) {
+		uint64_t used = 0;
+		for (unsigned l = 0; l < NR_LRU; l++) {
+			used += listed[ni][l];
+			if (listed[ni][l] != e->node[ni].lru[l].count) {
+				snprintf(err, len, "node %u list %u: %llu pages belong to it, count says %llu", ni, l,
+					 (unsigned long long)listed[ni][l], (unsigned long long)e->node[ni].lru[l].count);
+				rc = -EFAULT;
+			}
+		}
+		if (!rc && used != e->node[ni].used) {
+			snprintf(err, len, "node %u: %llu pages on lists, %llu accounted used", ni,
+				 (unsigned long long)used, (unsigned long long)e->node[ni].used);
+			rc = -EFAULT;
+		}
 	}
 	return rc;
 }

@@ -52,6 +52,9 @@ struct tb_platform_ops {
 		       enum tb_migrate_reason why, int *status);
 	/* Reads and clears the page's accessed ("young") bit. */
 	bool (*test_and_clear_young)(void *ctx, uint32_t page);
+	/* Optional: memory for the per-page table (NULL: malloc/free). */
+	void *(*table_alloc)(void *ctx, size_t bytes);
+	void (*table_free)(void *ctx, void *table, size_t bytes);
 };
 
 struct tb_sampler_ops {
@@ -105,6 +108,8 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t page, bool file, unsigned *nod
 int tb_engine_place(struct tb_engine *e, uint32_t page, unsigned node, bool file);
 void tb_engine_unplace(struct tb_engine *e, uint32_t page);
 
+/* A hint that a hint fault on this page is near: starts loading its metadata. */
+void tb_engine_prefetch(const struct tb_engine *e, uint32_t page);
 /* An armed page was accessed. */
 void tb_engine_hint_fault(struct tb_engine *e, uint32_t page, bool write);
 /* A page-cache access through a system call (mark_page_accessed). */

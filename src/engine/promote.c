@@ -67,6 +67,12 @@ static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 	return true;
 }
 
+void tb_engine_prefetch(const struct tb_engine *e, uint32_t p)
+{
+	if (p < e->nr_pages)
+		__builtin_prefetch(&e->meta[p], 1);
+}
+
 void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 {
 	(void)write; /* the kernel's policies do not tell reads from writes */

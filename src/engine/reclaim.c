@@ -124,6 +124,8 @@ uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_mig
 		uint64_t want = nr - reclaimed < BATCH ? nr - reclaimed : BATCH;
 		while (k < want && n->lru[t].count && scanned < limit) {
 			uint32_t p = n->lru[t].tail;
+			if (e->meta[p].prev != TB_NIL)
+				__builtin_prefetch(&e->meta[e->meta[p].prev], 1); /* the next tail */
 			lru_del(e, ni, t, p);
 			scanned++;
 			count(e, scan_ctr, 1);

@@ -6,10 +6,12 @@
 
 #include "../util/rng.h"
 
-#define GAUSS_BITS 16
+#define GAUSS_BITS 12 /* 4096 buckets: the table stays in L1 */
 #define GAUSS_N (1u << GAUSS_BITS)
+#define GAUSS_FRAC_BITS 20 /* interpolation within a bucket */
 
-/* Standard normal quantiles at i / GAUSS_N, i = 0..GAUSS_N (ends clamped). */
+/* Standard normal quantiles at i / GAUSS_N, i = 0..GAUSS_N; the two outer
+ * buckets are extrapolated, so draws stop at about 3.6 sigma. */
 struct gauss_table {
 	float q[GAUSS_N + 1];
 };

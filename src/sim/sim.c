@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../util/bigalloc.h"
 #include "dist.h"
 #include "oracle.h"
 #include "trace.h"
@@ -29,6 +30,7 @@ struct region {
 	enum dist_kind kind;
 	int64_t center;
 	float sigma;
+	int32_t goff[GAUSS_N + 1]; /* Gaussian quantiles in pages from the centre */
 	struct zipf z;
 	uint64_t stride;
 	const struct trace *trace;
@@ -43,7 +45,8 @@ struct proc {
 	unsigned cpu_node;
 };
 
-#define PIPE 16 /* accesses drawn ahead of time, power of two */
+#define PIPE 32 /* accesses drawn ahead of time, power of two */
+#define WARN 8  /* how many accesses ahead a coming hint fault is announced */
 
 struct pending {
 	uint32_t page;
@@ -116,12 +119,26 @@ static int sim_arm(void *ctx, const uint32_t *pages, size_t n)
 	return 0;
 }
 
-static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young};
+static void *sim_table_alloc(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	return big_alloc(bytes);
+}
+
+static void sim_table_free(void *ctx, void *p, size_t bytes)
+{
+	(void)ctx;
+	big_free(p, bytes);
+}
+
+static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young, sim_table_alloc,
+						    sim_table_free};
 static const struct tb_sampler_ops sim_sampler = {sim_arm};
 
 /* ---- access stream ---- */
 
-static void region_setup(struct region *r, const struct region_spec *spec, uint32_t base, const struct trace *t)
+static void region_setup(struct region *r, const struct region_spec *spec, uint32_t base, const struct trace *t,
+			 const struct gauss_table *g)
 {
 	r->base = base;
 	r->n = spec->pages;
@@ -133,6 +150,9 @@ static void region_setup(struct region *r, const struct region_spec *spec, uint3
 		r->stride = zipf_stride(r->n);
 	}
 	r->trace = t;
+	if (r->kind == DIST_GAUSSIAN)
+		for (unsigned i = 0; i <= GAUSS_N; i++)
+			r->goff[i] = (int32_t)lrint((double)g->q[i] * (double)r->sigma);
 }
 
 static inline uint64_t region_sample(struct sim *s, struct region *r, bool *write)
@@ -140,11 +160,10 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 	uint64_t x = rng_next(&s->rng);
 	switch (r->kind) {
 	case DIST_GAUSSIAN: {
-		const float *q = s->gauss->q;
 		unsigned i = (unsigned)(x & (GAUSS_N - 1));
-		float f = (float)((x >> GAUSS_BITS) & 0xffff) * (1.0f / 65536.0f);
-		float z = q[i] + (q[i + 1] - q[i]) * f;
-		int64_t idx = r->center + (int64_t)(z * r->sigma);
+		int64_t frac = (int64_t)((x >> GAUSS_BITS) & ((1u << GAUSS_FRAC_BITS) - 1));
+		int64_t lo = r->goff[i], hi = r->goff[i + 1];
+		int64_t idx = r->center + lo + (((hi - lo) * frac) >> GAUSS_FRAC_BITS);
 		if ((uint64_t)idx >= r->n) {
 			idx %= (int64_t)r->n;
 			if (idx < 0)
@@ -221,6 +240,11 @@ static void run_until(struct sim *s, double until, struct totals *tot)
 		struct pending a = s->pipe[h];
 		s->pipe[h] = draw(s);
 		h = (h + 1) & (PIPE - 1);
+		/* WARN accesses ahead the page's entry has long arrived: if a hint
+		 * fault is coming, start loading the engine's metadata for it */
+		uint32_t soon = s->pipe[(h + WARN - 1) & (PIPE - 1)].page;
+		if (__builtin_expect(s->pstate[soon] & S_ARMED, 0))
+			tb_engine_prefetch(s->eng, soon);
 		struct proc *pr = &s->proc[a.proc];
 		uint8_t st = s->pstate[a.page];
 		if (__builtin_expect(st & S_SLOW, 0)) {
@@ -311,7 +335,7 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 			 w->name, (unsigned long long)(pages >> 8), m->name, (unsigned long long)(room >> 8));
 		return -EINVAL;
 	}
-	s->pstate = malloc(s->nr_pages);
+	s->pstate = big_alloc(s->nr_pages);
 	s->gauss = malloc(sizeof(*s->gauss));
 	if (!s->pstate || !s->gauss) {
 		snprintf(err, errlen, "out of memory for %u pages", s->nr_pages);
@@ -341,8 +365,8 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 		for (unsigned n = 0; n < m->nr_nodes; n++)
 			for (unsigned wr = 0; wr < 2; wr++)
 				pr->lat[n][wr] = machine_latency(m, m->node[ps->cpu_node].socket, n, wr);
-		region_setup(&pr->anon, &ps->anon, base, ps->trace);
-		region_setup(&pr->file, &ps->file, base + (uint32_t)ps->anon.pages, NULL);
+		region_setup(&pr->anon, &ps->anon, base, ps->trace, s->gauss);
+		region_setup(&pr->file, &ps->file, base + (uint32_t)ps->anon.pages, NULL, s->gauss);
 		/* page-cache pages are reached through system calls, not page tables:
 		 * their space is never scanned */
 		if (ps->anon.pages &&
@@ -409,7 +433,7 @@ static void apply_phase(struct sim *s, const struct phase_spec *ph)
 		r.kind = ph->anon.kind;
 	if (ph->set & PH_ZIPF)
 		r.zipf_s = ph->anon.zipf_s;
-	region_setup(&pr->anon, &r, pr->anon.base, NULL);
+	region_setup(&pr->anon, &r, pr->anon.base, NULL, s->gauss);
 	if (ph->set & PH_READ)
 		pr->write_thresh = (uint32_t)lround((1 - ph->read_ratio) * 65536);
 }
@@ -654,7 +678,7 @@ int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, siz
 	if (!rc)
 		finish_result(s, &tot, res);
 	tb_engine_free(s->eng);
-	free(s->pstate);
+	big_free(s->pstate, s->nr_pages);
 	free(s->gauss);
 	free(s);
 	res->wall_s = wall_now() - wall0;

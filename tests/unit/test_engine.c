@@ -60,7 +60,7 @@ static int f_arm(void *ctx, const uint32_t *pages, size_t n)
 	return 0;
 }
 
-static const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young};
+static const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young, NULL, NULL};
 static const struct tb_sampler_ops fake_sampler = {f_arm};
 
 static struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *))

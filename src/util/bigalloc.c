@@ -1,0 +1,29 @@
+#include "bigalloc.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE (2u << 20)
+
+void *big_alloc(size_t bytes)
+{
+	size_t len = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+	/* over-allocate by one huge page and trim, so the table starts aligned */
+	char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	size_t tail = (size_t)(raw + len + HUGE_PAGE - (p + len));
+	if (tail)
+		munmap(p + len, tail);
+	madvise(p, len, MADV_HUGEPAGE); /* a hint: without THP the table still works */
+	return p;
+}
+
+void big_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1));
+}
