@@ -17,11 +17,6 @@ const char *tb_counter_name(enum tb_counter c)
 	return (unsigned)c < TB_NR_COUNTERS ? counter_names[c] : "?";
 }
 
-size_t tb_engine_bytes_per_page(void)
-{
-	return sizeof(struct tb_pmeta);
-}
-
 /* Allocation fallback order from a CPU node: itself, then lower tiers of its
  * socket, then other sockets (the order SLIT distances give on such boxes). */
 static void build_zonelists(struct tb_engine *e)
@@ -107,7 +102,7 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 nomem:
 	tb_engine_free(e);
 	snprintf(err, errlen, "engine: out of memory for %u pages (%zu bytes each)", cfg->nr_pages,
-		 tb_engine_bytes_per_page());
+		 sizeof(struct tb_pmeta));
 	return -ENOMEM;
 }
 
@@ -163,19 +158,9 @@ const uint64_t *tb_engine_counters(const struct tb_engine *e)
 	return e->counters;
 }
 
-unsigned tb_engine_nr_nodes(const struct tb_engine *e)
-{
-	return e->nr_nodes;
-}
-
 unsigned tb_engine_page_node(const struct tb_engine *e, uint32_t p)
 {
 	return p < e->nr_pages ? pnode(e, p) : TB_NO_NODE;
-}
-
-bool tb_engine_node_is_fast(const struct tb_engine *e, unsigned n)
-{
-	return n < e->nr_nodes && node_fast(e, n);
 }
 
 void tb_engine_node_info(const struct tb_engine *e, unsigned i, struct tb_node_info *out)

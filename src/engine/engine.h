@@ -118,12 +118,8 @@ void tb_engine_mark_accessed(struct tb_engine *e, uint32_t page);
 void tb_engine_tick(struct tb_engine *e);
 
 const uint64_t *tb_engine_counters(const struct tb_engine *e);
-unsigned tb_engine_nr_nodes(const struct tb_engine *e);
 void tb_engine_node_info(const struct tb_engine *e, unsigned node, struct tb_node_info *out);
 unsigned tb_engine_page_node(const struct tb_engine *e, uint32_t page);
-bool tb_engine_node_is_fast(const struct tb_engine *e, unsigned node);
-/* Bytes the engine holds per page (for the memory budget). */
-size_t tb_engine_bytes_per_page(void);
 
 /* Checks every invariant (each present page on exactly one list of its node,
  * counts conserved, free never negative, links consistent). 0 or -EFAULT. */

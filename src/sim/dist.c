@@ -7,30 +7,38 @@ double gauss_pdf(double z)
 	return exp(-0.5 * z * z) * 0.3989422804014327;
 }
 
+/* Phi^-1(p) by bisection on erfc: exact enough, and only run at set-up. */
+static double norm_quantile(double p)
+{
+	double lo = -9, hi = 9;
+	for (int i = 0; i < 64; i++) {
+		double mid = (lo + hi) / 2;
+		if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
 void gauss_table_init(struct gauss_table *t)
 {
-	/* Walk the CDF in fine steps and record where it crosses each i / N. */
-	const double lo = -6.0, hi = 6.0;
-	const unsigned steps = 1u << 20;
-	const double dz = (hi - lo) / steps;
-	double prev_z = lo, prev_c = 0.5 * erfc(-lo / sqrt(2.0));
-	unsigned i = 1;
-	t->q[0] = (float)lo;
-	for (unsigned s = 1; s <= steps && i < GAUSS_N; s++) {
-		double z = lo + s * dz, c = 0.5 * erfc(-z / sqrt(2.0));
-		while (i < GAUSS_N && c >= (double)i / GAUSS_N) {
-			double f = (double)i / GAUSS_N;
-			t->q[i] = (float)(prev_z + (z - prev_z) * (f - prev_c) / (c - prev_c));
-			i++;
-		}
-		prev_z = z;
-		prev_c = c;
+	const double n = GAUSS_N;
+	for (unsigned i = 1; i < GAUSS_N; i++)
+		t->q[i] = (float)norm_quantile(i / n);
+	t->q[0] = -t->q[1];  /* unused: the lowest bucket reads tail[] */
+	t->q[GAUSS_N] = -t->q[0];
+	for (unsigned j = 1; j <= GAUSS_N; j++)
+		t->tail[j] = (float)norm_quantile(j / (n * n));
+	t->tail[0] = 2 * t->tail[1] - t->tail[2];
+}
+
+void gauss_offsets_init(struct gauss_offsets *o, const struct gauss_table *t, double sigma)
+{
+	for (unsigned i = 0; i <= GAUSS_N; i++) {
+		o->main[i] = (int32_t)lrint((double)t->q[i] * sigma);
+		o->tail[i] = (int32_t)lrint((double)t->tail[i] * sigma);
 	}
-	for (; i <= GAUSS_N; i++)
-		t->q[i] = (float)hi;
-	/* the outermost buckets hold the tails beyond +-4.2 sigma: keep them bounded */
-	t->q[0] = 2 * t->q[1] - t->q[2];
-	t->q[GAUSS_N] = 2 * t->q[GAUSS_N - 1] - t->q[GAUSS_N - 2];
 }
 
 /* H(x) = integral of x^-s, written so that s = 1 (log) needs no special case */

@@ -30,7 +30,7 @@ struct region {
 	enum dist_kind kind;
 	int64_t center;
 	float sigma;
-	int32_t goff[GAUSS_N + 1]; /* Gaussian quantiles in pages from the centre */
+	struct gauss_offsets g;
 	struct zipf z;
 	uint64_t stride;
 	const struct trace *trace;
@@ -151,8 +151,7 @@ static void region_setup(struct region *r, const struct region_spec *spec, uint3
 	}
 	r->trace = t;
 	if (r->kind == DIST_GAUSSIAN)
-		for (unsigned i = 0; i <= GAUSS_N; i++)
-			r->goff[i] = (int32_t)lrint((double)g->q[i] * (double)r->sigma);
+		gauss_offsets_init(&r->g, g, (double)r->sigma);
 }
 
 static inline uint64_t region_sample(struct sim *s, struct region *r, bool *write)
@@ -160,10 +159,8 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 	uint64_t x = rng_next(&s->rng);
 	switch (r->kind) {
 	case DIST_GAUSSIAN: {
-		unsigned i = (unsigned)(x & (GAUSS_N - 1));
-		int64_t frac = (int64_t)((x >> GAUSS_BITS) & ((1u << GAUSS_FRAC_BITS) - 1));
-		int64_t lo = r->goff[i], hi = r->goff[i + 1];
-		int64_t idx = r->center + lo + (((hi - lo) * frac) >> GAUSS_FRAC_BITS);
+		int64_t off = gauss_offset(&r->g, x);
+		int64_t idx = r->center + off;
 		if ((uint64_t)idx >= r->n) {
 			idx %= (int64_t)r->n;
 			if (idx < 0)
@@ -185,10 +182,9 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 	}
 }
 
-static void slow_path(struct sim *s, const struct proc *pr, uint32_t page, bool write, bool file)
+static void slow_path(struct sim *s, uint32_t page, bool write, bool file)
 {
 	uint8_t st = s->pstate[page];
-	(void)pr;
 	if (st & S_ABSENT) {
 		unsigned node;
 		int rc = tb_engine_alloc(s->eng, page, file, &node);
@@ -249,7 +245,7 @@ static void run_until(struct sim *s, double until, struct totals *tot)
 		uint8_t st = s->pstate[a.page];
 		if (__builtin_expect(st & S_SLOW, 0)) {
 			s->t = t;
-			slow_path(s, pr, a.page, a.write, a.file);
+			slow_path(s, a.page, a.write, a.file);
 			if (s->alloc_error)
 				break;
 			t = s->t;
@@ -596,7 +592,6 @@ static void finish_result(struct sim *s, const struct totals *tot, struct sim_re
 			res->anon_fast_pages += m->node[st & S_NODE].tier == 0;
 		}
 	}
-	res->bytes_per_page = tb_engine_bytes_per_page() + 1;
 }
 
 static double wall_now(void)

@@ -43,7 +43,6 @@ struct sim_result {
 	struct sim_row *rows;
 	size_t nr_rows;
 	double wall_s;
-	size_t bytes_per_page;
 	uint64_t checks;    /* invariant checks passed */
 };
 

@@ -167,6 +167,32 @@ static void test_distributions(void **state)
 	/* Phi(1) = 0.8413 */
 	assert_true(fabs(g->q[(unsigned)(0.8413447 * GAUSS_N)] - 1.0) < 1e-3);
 	assert_true(fabs(g->q[GAUSS_N / 4] + g->q[3 * GAUSS_N / 4]) < 1e-3);
+	/* the second level reaches far into the tail: Phi^-1(1 / 4096^2) = -5.2947 */
+	assert_true(fabs(g->tail[1] + 5.2947) < 1e-3);
+	assert_true(fabs(g->q[1] + 3.4871) < 1e-3); /* Phi^-1(1 / 4096) */
+	assert_true(fabs(g->tail[GAUSS_N] - g->q[1]) < 1e-4); /* and joins the first */
+	/* the sampler: mean 0, sigma as asked, and the tail mass of a true Gaussian */
+	struct gauss_offsets *o = malloc(sizeof(*o));
+	assert_non_null(o);
+	gauss_offsets_init(o, g, 10000);
+	struct rng gr;
+	rng_seed(&gr, 3);
+	double sum = 0, sq = 0;
+	unsigned beyond4 = 0, beyond5 = 0, draws = 1u << 24;
+	for (unsigned i = 0; i < draws; i++) {
+		double v = (double)gauss_offset(o, rng_next(&gr));
+		sum += v;
+		sq += v * v;
+		beyond4 += fabs(v) > 40000;
+		beyond5 += fabs(v) > 50000;
+	}
+	double mean = sum / draws, sd = sqrt(sq / draws - mean * mean);
+	assert_true(fabs(mean) < 20);
+	assert_true(fabs(sd - 10000) < 30);
+	/* P(|Z| > 4) = 6.33e-5: 1062 of 2^24; P(|Z| > 5) = 5.7e-7: about 10 */
+	assert_true(beyond4 > 900 && beyond4 < 1230);
+	assert_true(beyond5 >= 2 && beyond5 < 30);
+	free(o);
 	free(g);
 	struct zipf z;
 	struct rng r;
