@@ -113,6 +113,18 @@ static void json_num(FILE *f, double v)
 		fputs("null", f);
 }
 
+/* ', "key": value' */
+static void jnum(FILE *f, const char *key, double v)
+{
+	fprintf(f, ", \"%s\": ", key);
+	json_num(f, v);
+}
+
+static void jint(FILE *f, const char *key, unsigned long long v)
+{
+	fprintf(f, ", \"%s\": %llu", key, v);
+}
+
 static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last)
 {
 	fputs("  {\"policy\": ", f);
@@ -121,25 +133,19 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	json_str(f, r->machine->name);
 	fputs(", \"workload\": ", f);
 	json_str(f, r->workload->name);
-	fprintf(f, ", \"seed\": %llu, \"duration_s\": ", (unsigned long long)r->seed);
-	json_num(f, r->duration_s);
-	fputs(",\n   \"score\": ", f);
-	json_num(f, res->score);
-	fputs(", \"mean_latency_ns\": ", f);
-	json_num(f, res->mean_latency_ns);
-	fputs(", \"fast_share\": ", f);
-	json_num(f, res->fast_share);
-	fputs(", \"oracle_pct\": ", f);
+	jint(f, "seed", (unsigned long long)r->seed);
+	jnum(f, "duration_s", r->duration_s);
+	fputs("\n  ", f);
+	jnum(f, "score", res->score);
+	jnum(f, "mean_latency_ns", res->mean_latency_ns);
+	jnum(f, "fast_share", res->fast_share);
 	double pct = report_oracle_pct(r, res);
-	json_num(f, pct < 0 ? NAN : pct);
-	fprintf(f, ", \"accesses\": %llu, \"modeled_seconds\": ", (unsigned long long)res->accesses);
-	json_num(f, res->modeled_s);
-	fputs(", \"anon_fast_share\": ", f);
-	json_num(f, res->anon_pages ? (double)res->anon_fast_pages / (double)res->anon_pages : 0);
-	fputs(", \"slow_read_share\": ", f);
-	json_num(f, res->reads ? (double)res->slow_reads / (double)res->reads : 0);
-	fputs(", \"wall_seconds\": ", f);
-	json_num(f, res->wall_s);
+	jnum(f, "oracle_pct", pct < 0 ? NAN : pct);
+	jint(f, "accesses", (unsigned long long)res->accesses);
+	jnum(f, "modeled_seconds", res->modeled_s);
+	jnum(f, "anon_fast_share", res->anon_pages ? (double)res->anon_fast_pages / (double)res->anon_pages : 0);
+	jnum(f, "slow_read_share", res->reads ? (double)res->slow_reads / (double)res->reads : 0);
+	jnum(f, "wall_seconds", res->wall_s);
 	fputs(",\n   \"counters\": {", f);
 	for (unsigned c = 0; c < TB_NR_COUNTERS; c++)
 		fprintf(f, "%s\"%s\": %llu", c ? ", " : "", tb_counter_name((enum tb_counter)c),
@@ -147,22 +153,19 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	fputs("},\n   \"series\": [", f);
 	for (size_t i = 0; i < res->nr_rows; i++) {
 		const struct sim_row *w = &res->rows[i];
-		fprintf(f, "%s\n    {\"t_s\": %.3f, \"accesses\": %llu, \"score\": ", i ? "," : "", w->t_s,
-			(unsigned long long)w->accesses);
-		json_num(f, w->score);
-		fputs(", \"mean_latency_ns\": ", f);
-		json_num(f, w->mean_latency_ns);
-		fputs(", \"fast_share\": ", f);
-		json_num(f, w->fast_share);
-		fprintf(f, ", \"promoted\": %llu, \"demoted\": %llu, \"hint_faults\": %llu, \"pingpong\": %llu, "
-			   "\"threshold_ms\": %u, \"promote_mbps\": ",
-			(unsigned long long)w->promoted, (unsigned long long)w->demoted,
-			(unsigned long long)w->hint_faults, (unsigned long long)w->pingpong, w->threshold_ms);
-		json_num(f, w->promote_mbps);
-		fputs(", \"fast_free_mib\": ", f);
-		json_num(f, w->fast_free_mib);
-		fputs(", \"boost_mib\": ", f);
-		json_num(f, w->boost_mib);
+		fprintf(f, "%s\n    {\"t_s\": %.3f", i ? "," : "", w->t_s);
+		jint(f, "accesses", (unsigned long long)w->accesses);
+		jnum(f, "score", w->score);
+		jnum(f, "mean_latency_ns", w->mean_latency_ns);
+		jnum(f, "fast_share", w->fast_share);
+		jint(f, "promoted", (unsigned long long)w->promoted);
+		jint(f, "demoted", (unsigned long long)w->demoted);
+		jint(f, "hint_faults", (unsigned long long)w->hint_faults);
+		jint(f, "pingpong", (unsigned long long)w->pingpong);
+		jint(f, "threshold_ms", w->threshold_ms);
+		jnum(f, "promote_mbps", w->promote_mbps);
+		jnum(f, "fast_free_mib", w->fast_free_mib);
+		jnum(f, "boost_mib", w->boost_mib);
 		fputc('}', f);
 	}
 	fprintf(f, "]}%s\n", last ? "" : ",");
