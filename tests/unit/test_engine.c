@@ -332,7 +332,7 @@ static void test_active_lru_second_fault(void **state)
 	assert_int_equal(ctr(f, TB_C_promote_defer_inactive), 1);
 	assert_int_equal(ctr(f, TB_C_pgpromote_success), 0);
 	assert_int_equal(info(f, 1).lru[1], 1); /* on node 1's active anon list */
-	while (!f->armed[5])
+	for (int i = 0; i < 300 && !f->armed[5]; i++)
 		advance(f, 10); /* the next scan pass re-arms it */
 	fault(f, 5);
 	assert_int_equal(tb_engine_page_node(f->e, 5), 0);
@@ -407,6 +407,110 @@ static void test_pingpong(void **state)
 	advance(f, 5);
 	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
 	assert_int_equal(ctr(f, TB_C_pingpong_promote_demote), 1);
+	assert_int_equal(ctr(f, TB_C_pingpong_demote_promote), 0);
+	/* and back again, still within the window: the reverse ping-pong */
+	for (int i = 0; i < 300 && !f->armed[0]; i++)
+		advance(f, 10);
+	fault(f, 0);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 0);
+	assert_int_equal(ctr(f, TB_C_pingpong_demote_promote), 1);
+	destroy(f);
+}
+
+static void short_window(struct tb_knobs *k)
+{
+	k->pingpong_window_ms = 100;
+}
+
+static void test_pingpong_window(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, short_window);
+	place(f, 0, 2, 1);
+	advance(f, 1);
+	fault(f, 0);
+	uint32_t next = 2;
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	advance(f, 500); /* past the 100 ms window */
+	fault(f, 1);
+	advance(f, 5);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_pingpong_promote_demote), 0);
+	destroy(f);
+}
+
+static void tpp(struct tb_knobs *k)
+{
+	k->demote_scale_factor = 200; /* 2% of the node above high */
+}
+
+static void test_tpp_demotion_watermark(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_ACTIVE_LRU, tpp);
+	struct tb_node_info ni = info(f, 0);
+	assert_int_equal(ni.wmark_demote, ni.wmark_high + FAST_PAGES * 200 / 10000);
+	assert_true(ni.wmark_demote > ni.wmark_promo);
+	/* allocations land on the fast node while it is above low, but below the
+	 * demotion watermark they wake kswapd, which frees up to that mark */
+	uint32_t next = 0;
+	unsigned node;
+	while (free_pages(f, 0) >= ni.wmark_demote)
+		assert_int_equal(tb_engine_alloc(f->e, next++, false, &node), 0);
+	assert_int_equal(ctr(f, TB_C_kswapd_wakeups), 0);
+	assert_int_equal(tb_engine_alloc(f->e, next++, false, &node), 0);
+	assert_int_equal(node, 0);
+	assert_int_equal(ctr(f, TB_C_kswapd_wakeups), 1);
+	advance(f, 5);
+	assert_true(free_pages(f, 0) >= ni.wmark_demote);
+	assert_true(ctr(f, TB_C_pgdemote_kswapd) > 0);
+	destroy(f);
+	/* without TPP the same allocations leave kswapd asleep */
+	f = make(TB_POLICY_PROMOTE | TB_POLICY_ACTIVE_LRU, NULL);
+	for (uint32_t p = 0; p < next; p++)
+		assert_int_equal(tb_engine_alloc(f->e, p, false, &node), 0);
+	assert_int_equal(ctr(f, TB_C_kswapd_wakeups), 0);
+	destroy(f);
+}
+
+static void slow_scan(struct tb_knobs *k)
+{
+	k->scan_period_min_ms = 1000;
+	k->scan_period_max_ms = 8000;
+	/* faults come 50 ms after the scan: too late to promote, so the pages
+	 * stay on the slow tier and keep being scanned */
+	k->hot_threshold_ms = 1;
+	k->free_space_bypass = 0;
+	k->threshold_adjust = 0;
+}
+
+static void test_scan_period_adapts(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT, slow_scan);
+	place(f, 0, 64, 1);
+	struct tb_space *sp = &f->e->spaces[0];
+	assert_int_equal(sp->period_ms, 1000);
+	/* passes without a fault: the period doubles up to the maximum */
+	uint32_t seen[8], n = 0;
+	for (int i = 0; i < 400 && n < 8; i++) { /* 40 s: enough for passes of 1+2+4+8 s and more */
+		uint32_t before = sp->period_ms;
+		advance(f, 100);
+		if (sp->period_ms != before)
+			seen[n++] = sp->period_ms;
+	}
+	assert_int_equal(n, 3); /* then it stays at the maximum */
+	assert_int_equal(seen[0], 2000);
+	assert_int_equal(seen[1], 4000);
+	assert_int_equal(seen[2], 8000);
+	assert_int_equal(sp->period_ms, 8000);
+	/* passes where every fault is remote (slow tier): it shrinks back to the minimum */
+	for (int i = 0; i < 600 && sp->period_ms > 1000; i++) { /* passes of 8 s, then 2.4 s */
+		advance(f, 50);
+		fault_all_armed_slow(f, 64);
+	}
+	assert_int_equal(sp->period_ms, 1000);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 0);
 	destroy(f);
 }
 
@@ -503,6 +607,9 @@ int main(void)
 		cmocka_unit_test(test_fast_tier_not_scanned),
 		cmocka_unit_test(test_boost_raises_then_decays),
 		cmocka_unit_test(test_pingpong),
+		cmocka_unit_test(test_pingpong_window),
+		cmocka_unit_test(test_tpp_demotion_watermark),
+		cmocka_unit_test(test_scan_period_adapts),
 		cmocka_unit_test(test_second_chance),
 		cmocka_unit_test(test_failed_migration_counted),
 		cmocka_unit_test(test_check_catches_corruption),
