@@ -25,7 +25,7 @@ passed = failed = 0
 for path in sys.argv[1:]:
     for line in open(path):
         r = json.loads(line)
-        out = r.get("stdout", "")
+        out = r.get("stdout", "") + "\n" + (r.get("stderr") or "")
         p = re.findall(r"\[  PASSED  \] (\d+) test", out) + re.findall(r"^(\d+) passed, \d+ failed", out, re.M)
         f = re.findall(r"\[  FAILED  \] (\d+) test", out) + re.findall(r"^\d+ passed, (\d+) failed", out, re.M)
         passed += sum(map(int, p))
