@@ -18,7 +18,9 @@
 #include "../sim/workload.h"
 #include "cli.h"
 
-#define MAX_RUNS 16
+#define MAX_RUNS 16    /* policies in one comparison */
+#define MAX_VALUES 16  /* values of a swept knob */
+#define MAX_THREADS 64
 
 static const char default_policies[] = "none,always,hot-threshold,active-lru,combined";
 
@@ -28,7 +30,7 @@ static void sim_usage(FILE *f)
 		"usage: tierbal sim [--machine NAME|FILE] [--workload NAME|FILE] [--policy P[,P...]]\n"
 		"                   [--duration S] [--seed N] [--format table|csv|json] [--out FILE]\n"
 		"                   [--set KNOB=VALUE]... [--interval S] [--no-oracle] [--check]\n"
-		"                   [--jobs N] [--quiet]\n"
+		"                   [--sweep KNOB=V1,V2,...] [--jobs N] [--quiet]\n"
 		"       tierbal sim --list\n"
 		"\n"
 		"Simulates a tiered-memory machine running a workload under each policy and\n"
@@ -36,8 +38,8 @@ static void sim_usage(FILE *f)
 		"\n"
 		"  --machine NAME|FILE   shipped machine or machine file (default: small)\n"
 		"  --workload NAME|FILE  shipped workload or workload file (default: gauss)\n"
-		"  --policy P[,P...]     none, always, hot-threshold, active-lru, combined, or flags\n"
-		"                        joined with '+' (default: %s)\n"
+		"  --policy P[,P...]     none, always, hot-threshold, active-lru, combined, adaptive, or\n"
+		"                        flags joined with '+' (default: %s)\n"
 		"  --duration S          modeled seconds (default: the workload's duration_s)\n"
 		"  --seed N              random seed; the same seed gives the same output (default: 1)\n"
 		"  --format F            table (summary), csv (time series) or json (both) (default: table)\n"
@@ -46,6 +48,8 @@ static void sim_usage(FILE *f)
 		"  --interval S          time-series interval in modeled seconds (default: the workload's)\n"
 		"  --no-oracle           skip the oracle run (oracle_pct is then null)\n"
 		"  --check               check the engine's invariants at every interval\n"
+		"  --sweep KNOB=V1,V2... run every policy for each value of KNOB (independent\n"
+		"                        simulations on all CPUs) and print one table\n"
 		"  --jobs N              simulations run in parallel (default: number of CPUs)\n"
 		"  --quiet               no progress on standard error\n"
 		"  --list                name the shipped machines, workloads, policies and knobs\n"
@@ -84,6 +88,7 @@ static void list_all(void)
 	       "  hot-threshold  promote if scan-to-fault latency < threshold, rate limited (seeds 001, 6.1)\n"
 	       "  active-lru     promote only pages on the active LRU (TPP, seed 007)\n"
 	       "  combined       hot-threshold + active-lru\n"
+	       "  adaptive       tierbal's: hot threshold steered by ping-pong, scanner slowed by useless faults\n"
 	       "  oracle         best static placement per phase (always run as the upper bound)\n"
 	       "knobs (--set NAME=VALUE):\n");
 	size_t n;
@@ -168,7 +173,7 @@ static int parse_double(const char *opt, const char *s, double min, double *out)
 }
 
 struct options {
-	const char *machine, *workload, *policies, *format, *out;
+	const char *machine, *workload, *policies, *format, *out, *sweep;
 	double duration, interval;
 	uint64_t seed;
 	struct tb_knobs knobs;
@@ -186,6 +191,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"interval", required_argument, NULL, 'i'}, {"no-oracle", no_argument, NULL, 'N'},
 		{"check", no_argument, NULL, 'c'},         {"jobs", required_argument, NULL, 'j'},
 		{"quiet", no_argument, NULL, 'q'},         {"list", no_argument, NULL, 'l'},
+		{"sweep", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
 	*o = (struct options){.machine = "small", .workload = "gauss", .policies = default_policies,
@@ -202,6 +208,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'p': o->policies = optarg; break;
 		case 'f': o->format = optarg; break;
 		case 'o': o->out = optarg; break;
+		case 'S': o->sweep = optarg; break;
 		case 'N': o->oracle = false; break;
 		case 'c': o->check = true; break;
 		case 'q': o->quiet = true; break;
@@ -253,6 +260,42 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (strcmp(o->format, "table") && strcmp(o->format, "csv") && strcmp(o->format, "json")) {
 		fprintf(stderr, "tierbal sim: --format: '%s' is not table, csv or json\n", o->format);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "KNOB=V1,V2,...": each value checked against the knob's range now, so a
+ * typo fails before any simulation runs. */
+static int parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
+		       char values[][32], struct tb_knobs *knobs, size_t *n)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || (size_t)(eq - arg) >= knoblen || !eq[1]) {
+		fprintf(stderr, "tierbal sim: --sweep: '%s': expected KNOB=V1,V2,...\n", arg);
+		return -EINVAL;
+	}
+	memcpy(knob, arg, (size_t)(eq - arg));
+	knob[eq - arg] = '\0';
+	*n = 0;
+	for (const char *v = eq + 1; *v;) {
+		size_t len = strcspn(v, ",");
+		if (!len || len >= 32 || *n == MAX_VALUES) {
+			fprintf(stderr, "tierbal sim: --sweep: at most %d non-empty values of up to 31 characters\n",
+				MAX_VALUES);
+			return -EINVAL;
+		}
+		char assign[160], err[256];
+		snprintf(assign, sizeof(assign), "%s=%.*s", knob, (int)len, v);
+		knobs[*n] = *base;
+		if (tb_knob_set(&knobs[*n], assign, err, sizeof(err))) {
+			fprintf(stderr, "tierbal sim: --sweep: %s\n", err);
+			return -EINVAL;
+		}
+		snprintf(values[*n], 32, "%.*s", (int)len, v);
+		(*n)++;
+		v += len;
+		if (*v == ',')
+			v++;
 	}
 	return 0;
 }
@@ -321,15 +364,24 @@ int cmd_sim(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	size_t nr_jobs = nr_pol + (o.oracle ? 1 : 0);
+	char knob[96] = "", values[MAX_VALUES][32];
+	struct tb_knobs knobs[MAX_VALUES];
+	size_t nr_val = 1;
+	knobs[0] = o.knobs;
+	if (o.sweep && parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
+		workload_free(&w);
+		return EXIT_USAGE;
+	}
+	size_t per_val = nr_pol + (o.oracle ? 1 : 0), nr_jobs = nr_val * per_val;
 	struct job *jobs = calloc(nr_jobs, sizeof(*jobs));
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
 		return EXIT_FAIL;
 	}
 	for (size_t i = 0; i < nr_jobs; i++) {
-		jobs[i].cfg = (struct sim_config){.machine = &m, .workload = &w, .knobs = o.knobs,
-						  .policy = i < nr_pol ? flags[i] : 0, .oracle = i == nr_pol,
+		size_t v = i / per_val, k = i % per_val;
+		jobs[i].cfg = (struct sim_config){.machine = &m, .workload = &w, .knobs = knobs[v],
+						  .policy = k < nr_pol ? flags[k] : 0, .oracle = k == nr_pol,
 						  .seed = o.seed, .duration_s = duration, .interval_s = interval,
 						  .check = o.check, .progress_permille = &jobs[i].permille};
 	}
@@ -338,7 +390,9 @@ int cmd_sim(int argc, char **argv)
 	size_t nr_threads = cpus < 1 ? 1 : (size_t)cpus;
 	if (nr_threads > nr_jobs)
 		nr_threads = nr_jobs;
-	pthread_t tid[MAX_RUNS];
+	if (nr_threads > MAX_THREADS)
+		nr_threads = MAX_THREADS;
+	pthread_t tid[MAX_THREADS];
 	size_t started = 0;
 	for (; started < nr_threads; started++)
 		if (pthread_create(&tid[started], NULL, worker, &pool))
@@ -351,30 +405,39 @@ int cmd_sim(int argc, char **argv)
 
 	int rc = EXIT_OK;
 	for (size_t i = 0; i < nr_jobs; i++) {
+		const char *what = i % per_val < nr_pol ? tb_policy_name(flags[i % per_val]) : "oracle";
+		char at[160] = "";
+		if (o.sweep)
+			snprintf(at, sizeof(at), " (%s=%s)", knob, values[i / per_val]);
 		if (jobs[i].rc) {
-			fprintf(stderr, "tierbal sim: %s: %s\n", i < nr_pol ? tb_policy_name(flags[i]) : "oracle",
-				jobs[i].err);
+			fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
 			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
 		} else if (!o.quiet) {
 			const struct sim_result *r = &jobs[i].res;
-			fprintf(stderr, "tierbal sim: %-14s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy,
+			fprintf(stderr, "tierbal sim: %-14s%s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy, at,
 				(unsigned long long)r->accesses, r->wall_s, (double)r->accesses / r->wall_s / 1e6,
 				o.check ? ", invariants held" : "");
 		}
 	}
 	if (rc == EXIT_OK) {
-		struct sim_result results[MAX_RUNS];
-		for (size_t i = 0; i < nr_pol; i++)
-			results[i] = jobs[i].res;
-		struct report rep = {.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
-				     .results = results, .nr_results = nr_pol,
-				     .oracle = o.oracle ? &jobs[nr_pol].res : NULL};
-		if (!strcmp(o.format, "table"))
-			report_table(out, &rep);
+		static struct sim_result results[MAX_VALUES][MAX_RUNS];
+		struct report reps[MAX_VALUES];
+		for (size_t v = 0; v < nr_val; v++) {
+			for (size_t k = 0; k < nr_pol; k++)
+				results[v][k] = jobs[v * per_val + k].res;
+			reps[v] = (struct report){.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
+						  .results = results[v], .nr_results = nr_pol,
+						  .oracle = o.oracle ? &jobs[v * per_val + nr_pol].res : NULL,
+						  .sweep_knob = o.sweep ? knob : NULL, .sweep_value = values[v]};
+		}
+		if (o.sweep)
+			report_sweep(out, reps, nr_val, o.format);
+		else if (!strcmp(o.format, "table"))
+			report_table(out, &reps[0]);
 		else if (!strcmp(o.format, "csv"))
-			report_csv(out, &rep);
+			report_csv(out, &reps[0]);
 		else
-			report_json(out, &rep);
+			report_json(out, &reps[0]);
 		if (fflush(out) || ferror(out)) {
 			fprintf(stderr, "tierbal sim: writing %s failed: %s\n", o.out ? o.out : "standard output",
 				strerror(errno));

@@ -46,6 +46,9 @@ struct tb_node {
 	uint32_t th_start_ms;
 	uint64_t th_nr_cand;
 	uint32_t threshold_ms; /* 0 = use the knob */
+	/* adaptive policy: counters at the start of its period */
+	uint32_t ad_start_ms;
+	uint64_t ad_promoted, ad_returned;
 };
 
 struct tb_space {

@@ -26,6 +26,7 @@ void tb_knobs_default(struct tb_knobs *k)
 	k->boost_step_kb = 2048;
 	k->boost_decay_ms = 1000;
 	k->pingpong_window_ms = 10000;
+	k->adapt_period_ms = 1000;
 }
 
 #define KNOB(field, lo, hi, origin, help) \
@@ -68,6 +69,8 @@ static const struct tb_knob_desc knob_table[] = {
 		"1: skip threshold and rate limit while the fast node is mostly free (kernel)"),
 	KNOB_AS("pingpong_window_ms", pingpong_window_ms, 1, 3600000, "tierbal",
 		"a move back within this window counts as ping-pong"),
+	KNOB_AS("adapt_period_ms", adapt_period_ms, 10, 3600000, "tierbal",
+		"adaptive policy: how often the threshold follows the ping-pong rate"),
 };
 
 static const char *const wmark_mode_names[] = {"v13", "v10", "boost"};
@@ -154,6 +157,7 @@ static const struct {
 	{"hot-threshold", TB_POLICY_PROMOTE | TB_POLICY_HOT},
 	{"active-lru", TB_POLICY_PROMOTE | TB_POLICY_ACTIVE_LRU},
 	{"combined", TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ACTIVE_LRU},
+	{"adaptive", TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ADAPTIVE},
 };
 
 int tb_policy_parse(const char *name, uint32_t *flags)

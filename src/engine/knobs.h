@@ -14,6 +14,7 @@
 #define TB_POLICY_PROMOTE 0x1u   /* promote slow-tier pages on hint faults ("always") */
 #define TB_POLICY_HOT 0x2u       /* only if scan-to-fault latency < threshold */
 #define TB_POLICY_ACTIVE_LRU 0x4u /* only if the page is on the active LRU (TPP) */
+#define TB_POLICY_ADAPTIVE 0x8u   /* tierbal: hot threshold steered by the ping-pong it causes */
 
 enum tb_wmark_mode {
 	TB_WMARK_V13 = 0,   /* promo = high + watermark_scale_factor distance (seed 003) */
@@ -39,6 +40,7 @@ struct tb_knobs {
 	uint32_t boost_step_kb;
 	uint32_t boost_decay_ms;
 	uint32_t pingpong_window_ms;
+	uint32_t adapt_period_ms;
 };
 
 struct tb_knob_desc {
@@ -59,8 +61,8 @@ int tb_knob_set(struct tb_knobs *k, const char *assignment, char *err, size_t er
 /* Formats a knob's value ("v13" for the watermark mode, a number otherwise). */
 void tb_knob_format(const struct tb_knobs *k, const struct tb_knob_desc *d, char *buf, size_t len);
 
-/* Policy names: none, always, hot-threshold, active-lru, combined, or
- * flags joined with '+' (e.g. "hot-threshold+active-lru"). */
+/* Policy names: none, always, hot-threshold, active-lru, combined, adaptive,
+ * or flags joined with '+' (e.g. "hot-threshold+active-lru"). */
 int tb_policy_parse(const char *name, uint32_t *flags);
 const char *tb_policy_name(uint32_t flags);
 

@@ -30,6 +30,32 @@ static void adjust_threshold(struct tb_engine *e, struct tb_node *n)
 		count(e, TB_C_threshold_adjustments, 1);
 }
 
+/* tierbal's own controller: a promotion that brings back a page demoted
+ * within the ping-pong window was wasted twice. When a tenth of the
+ * promotions are such returns, halve the threshold, so that only pages
+ * touched sooner after their scan (more often) move; when returns are rare
+ * (under 2%), let it grow by a quarter, up to twice the knob. */
+static void adapt_threshold(struct tb_engine *e, struct tb_node *n)
+{
+	uint32_t now = now_ms(e);
+	if (now - n->ad_start_ms < e->k.adapt_period_ms)
+		return;
+	uint64_t promoted = e->counters[TB_C_pgpromote_success] - n->ad_promoted;
+	uint64_t returned = e->counters[TB_C_pingpong_demote_promote] - n->ad_returned;
+	uint32_t max = 2 * e->k.hot_threshold_ms;
+	uint32_t th = n->threshold_ms ? n->threshold_ms : e->k.hot_threshold_ms, old = th;
+	if (returned && returned * 10 >= promoted)
+		th = th / 2 ? th / 2 : 1;
+	else if (returned * 50 <= promoted)
+		th = th + th / 4 + 1 < max ? th + th / 4 + 1 : max;
+	n->ad_start_ms = now;
+	n->ad_promoted = e->counters[TB_C_pgpromote_success];
+	n->ad_returned = e->counters[TB_C_pingpong_demote_promote];
+	n->threshold_ms = th;
+	if (th != old)
+		count(e, TB_C_threshold_adjustments, 1);
+}
+
 static bool free_space_enough(const struct tb_engine *e, const struct tb_node *n)
 {
 	uint64_t enough = (1ull << 30) >> TB_PAGE_SHIFT;
@@ -42,10 +68,13 @@ static bool free_space_enough(const struct tb_engine *e, const struct tb_node *n
 static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 {
 	if (free_space_enough(e, dst)) {
-		dst->threshold_ms = 0; /* plenty of room: the workload changed, start over */
+		if (!(e->policy & TB_POLICY_ADAPTIVE))
+			dst->threshold_ms = 0; /* plenty of room: the workload changed, start over */
 		return true;
 	}
-	if (e->k.threshold_adjust)
+	if (e->policy & TB_POLICY_ADAPTIVE)
+		adapt_threshold(e, dst);
+	else if (e->k.threshold_adjust)
 		adjust_threshold(e, dst);
 	uint32_t th = dst->threshold_ms ? dst->threshold_ms : e->k.hot_threshold_ms;
 	uint32_t latency = now_ms(e) - e->meta[p].scan_ms;
@@ -66,6 +95,8 @@ static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 	}
 	return true;
 }
+
+static void promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp);
 
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t p)
 {
@@ -96,6 +127,19 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	}
 	if (!tiering_on(e) || node_fast(e, src))
 		return;
+	uint64_t promoted = e->counters[TB_C_pgpromote_success];
+	promote_fault(e, p, f, sp);
+	/* adaptive: a fault that moved nothing tells the scanner what a local
+	 * fault tells it, that there is little to do here, so it slows down */
+	if ((e->policy & TB_POLICY_ADAPTIVE) && e->counters[TB_C_pgpromote_success] == promoted) {
+		sp->faults_remote--;
+		sp->faults_local++;
+	}
+}
+
+static void promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp)
+{
+	unsigned src = f & PF_NODE_MASK;
 	unsigned dst = sp->cpu_node;
 	struct tb_node *d = &e->node[dst];
 	if ((e->policy & TB_POLICY_ACTIVE_LRU) && !(f & PF_ACTIVE)) {

@@ -30,8 +30,15 @@ static void describe(FILE *f, const struct report *r)
 	fprintf(f, "run      %.1f s modeled, seed %llu\n\n", r->duration_s, (unsigned long long)r->seed);
 }
 
+static int sweep_width(const struct report *r)
+{
+	return strlen(r->sweep_knob) > 14 ? (int)strlen(r->sweep_knob) : 14;
+}
+
 static void table_row(FILE *f, const struct report *r, const struct sim_result *res)
 {
+	if (r->sweep_knob)
+		fprintf(f, "%-*s ", sweep_width(r), r->sweep_value);
 	const uint64_t *c = res->counters;
 	double pct = report_oracle_pct(r, res);
 	char pcts[16];
@@ -46,19 +53,35 @@ static void table_row(FILE *f, const struct report *r, const struct sim_result *
 		(unsigned long long)(c[TB_C_pingpong_promote_demote] + c[TB_C_pingpong_demote_promote]));
 }
 
-void report_table(FILE *f, const struct report *r)
+static void table_head(FILE *f, const struct report *r)
 {
-	describe(f, r);
+	if (r->sweep_knob)
+		fprintf(f, "%-*s ", sweep_width(r), r->sweep_knob);
 	fprintf(f, "%-14s %9s %9s %8s %8s %10s %10s %11s %9s\n", "policy", "score", "mean lat", "fast", "% of",
 		"promoted", "demoted", "hint", "ping-");
+	if (r->sweep_knob)
+		fprintf(f, "%-*s ", sweep_width(r), "");
 	fprintf(f, "%-14s %9s %9s %8s %8s %10s %10s %11s %9s\n", "", "Macc/s", "ns", "share", "oracle", "pages",
 		"pages", "faults", "pong");
+}
+
+static void table_rows(FILE *f, const struct report *r)
+{
 	for (size_t i = 0; i < r->nr_results; i++)
 		table_row(f, r, &r->results[i]);
 	if (r->oracle)
 		table_row(f, r, r->oracle);
-	fprintf(f, "\nscore: modeled accesses per second (latency, hint faults and migrations included); "
-		   "fast share: accesses served by the top tier.\n");
+}
+
+static const char table_caption[] = "\nscore: modeled accesses per second (latency, hint faults and migrations "
+				    "included); fast share: accesses served by the top tier.\n";
+
+void report_table(FILE *f, const struct report *r)
+{
+	describe(f, r);
+	table_head(f, r);
+	table_rows(f, r);
+	fputs(table_caption, f);
 }
 
 static void each_result(const struct report *r, void (*fn)(FILE *, const struct report *, const struct sim_result *, bool),
@@ -125,6 +148,51 @@ static void jint(FILE *f, const char *key, unsigned long long v)
 	fprintf(f, ", \"%s\": %llu", key, v);
 }
 
+static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last);
+
+static void json_result_more(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+{
+	(void)last;
+	json_result(f, r, res, false);
+}
+
+static void csv_summary(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+{
+	(void)last;
+	const uint64_t *c = res->counters;
+	double pct = report_oracle_pct(r, res);
+	fprintf(f, "%s,%s,%s,%.6g,%.6g,%.6g,", r->sweep_knob, r->sweep_value, res->policy, res->score,
+		res->mean_latency_ns, res->fast_share);
+	if (pct >= 0)
+		fprintf(f, "%.6g", pct);
+	fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)c[TB_C_pgpromote_success],
+		(unsigned long long)(c[TB_C_pgdemote_kswapd] + c[TB_C_pgdemote_direct]),
+		(unsigned long long)c[TB_C_numa_hint_faults],
+		(unsigned long long)(c[TB_C_pingpong_promote_demote] + c[TB_C_pingpong_demote_promote]));
+}
+
+void report_sweep(FILE *f, const struct report *reps, size_t n, const char *format)
+{
+	if (!strcmp(format, "json")) {
+		fputs("[\n", f);
+		for (size_t i = 0; i < n; i++)
+			each_result(&reps[i], i + 1 < n ? json_result_more : json_result, f);
+		fputs("]\n", f);
+	} else if (!strcmp(format, "csv")) {
+		fputs("knob,value,policy,score,mean_latency_ns,fast_share,oracle_pct,promoted,demoted,hint_faults,"
+		      "pingpong\n",
+		      f);
+		for (size_t i = 0; i < n; i++)
+			each_result(&reps[i], csv_summary, f);
+	} else {
+		describe(f, &reps[0]);
+		table_head(f, &reps[0]);
+		for (size_t i = 0; i < n; i++)
+			table_rows(f, &reps[i]);
+		fputs(table_caption, f);
+	}
+}
+
 static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last)
 {
 	fputs("  {\"policy\": ", f);
@@ -133,6 +201,13 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	json_str(f, r->machine->name);
 	fputs(", \"workload\": ", f);
 	json_str(f, r->workload->name);
+	if (r->sweep_knob) {
+		fputs(", \"sweep\": {\"knob\": ", f);
+		json_str(f, r->sweep_knob);
+		fputs(", \"value\": ", f);
+		json_str(f, r->sweep_value);
+		fputc('}', f);
+	}
 	jint(f, "seed", (unsigned long long)r->seed);
 	jnum(f, "duration_s", r->duration_s);
 	fputs("\n  ", f);

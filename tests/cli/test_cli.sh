@@ -72,5 +72,23 @@ PY
 check "trace replay" 0 "^combined " -- "$TB" sim --workload "$DATA/trace.ini" --quiet --check
 check "check flag" 0 "invariants held" -- "$TB" sim --duration 1 --check --policy combined
 
+# sweeps
+check "sweep" 0 "" -- "$TB" sim --sweep promo_wmark_mode=v13,v10,boost --policy always,adaptive --duration 1 --quiet --out "$TMP/s1"
+[ "$(grep -cE '^(v13|v10|boost) +(always|adaptive|oracle) ' "$TMP/s1")" = 9 ] \
+	&& { echo "ok   sweep table: 3 values x (2 policies + oracle)"; pass=$((pass + 1)); } \
+	|| { echo "FAIL sweep table"; cat "$TMP/s1"; fail=$((fail + 1)); }
+check "sweep bad knob" 2 "unknown knob 'nope'" -- "$TB" sim --sweep nope=1,2
+check "sweep bad value" 2 "watermark_scale_factor: 0 is outside" -- "$TB" sim --sweep watermark_scale_factor=10,0
+check "sweep no values" 2 "expected KNOB=V1,V2" -- "$TB" sim --sweep watermark_scale_factor=
+check "sweep json" 0 "" -- "$TB" sim --sweep numa_balancing_hot_threshold_ms=100,1000 --policy hot-threshold --duration 1 --quiet --format json --out "$TMP/s2"
+python3 - "$TMP/s2" <<'PY' && { echo "ok   sweep json carries the knob and value"; pass=$((pass + 1)); } || { echo "FAIL sweep json"; fail=$((fail + 1)); }
+import json, sys
+runs = json.load(open(sys.argv[1]))
+assert [(r["sweep"]["value"], r["policy"]) for r in runs] == [("100", "hot-threshold"), ("100", "oracle"), ("1000", "hot-threshold"), ("1000", "oracle")], runs
+assert all(r["sweep"]["knob"] == "numa_balancing_hot_threshold_ms" for r in runs)
+PY
+check "sweep csv" 0 "^knob,value,policy,score" -- "$TB" sim --sweep watermark_scale_factor=10,100 --policy none --duration 1 --quiet --format csv
+check "adaptive policy" 0 "^adaptive " -- "$TB" sim --policy adaptive --duration 2 --quiet --check
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -514,6 +514,64 @@ static void test_scan_period_adapts(void **state)
 	destroy(f);
 }
 
+static void test_adaptive_threshold(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ADAPTIVE, NULL);
+	place(f, 0, 64, 1);
+	advance(f, 1);
+	/* a period in which 20 of 100 promotions brought back pages demoted
+	 * moments before: the threshold halves */
+	f->e->counters[TB_C_pgpromote_success] = 100;
+	f->e->counters[TB_C_pingpong_demote_promote] = 20;
+	advance(f, 1000);
+	fault(f, 0);
+	assert_int_equal(info(f, 0).threshold_ms, 500);
+	/* a period with 100 promotions and no return: it grows by a quarter */
+	f->e->counters[TB_C_pgpromote_success] += 100;
+	advance(f, 1000);
+	fault(f, 1);
+	assert_int_equal(info(f, 0).threshold_ms, 500 + 125 + 1);
+	/* a period with 1 return in 100 is in the dead band: unchanged */
+	f->e->counters[TB_C_pgpromote_success] += 100;
+	f->e->counters[TB_C_pingpong_demote_promote] += 3;
+	advance(f, 1000);
+	fault(f, 2);
+	assert_int_equal(info(f, 0).threshold_ms, 626);
+	f->e->counters[TB_C_pgpromote_success] = 0; /* the checker does not look at counters */
+	destroy(f);
+}
+
+static void adaptive_scan(struct tb_knobs *k)
+{
+	slow_scan(k);
+	k->hot_threshold_ms = 100; /* adaptive grows it at most to 200 ms */
+}
+
+static void test_adaptive_slows_scanner(void **state)
+{
+	(void)state;
+	/* faults 300 ms after the scan never promote: the plain policy keeps
+	 * scanning at the fastest period, adaptive backs off to the slowest */
+	for (int adaptive = 0; adaptive < 2; adaptive++) {
+		struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT | (adaptive ? TB_POLICY_ADAPTIVE : 0),
+				      adaptive_scan);
+		f->e->k.threshold_adjust = 0;
+		place(f, 0, 64, 1);
+		struct tb_space *sp = &f->e->spaces[0];
+		for (int i = 0; i < 600; i++) {
+			advance(f, 50);
+			for (uint32_t p = 0; p < 64; p++)
+				if (f->armed[p] && f->now - f->e->meta[p].scan_ms * 1000000ull >= 300000000ull)
+					fault(f, p);
+		}
+		assert_int_equal(ctr(f, TB_C_pgpromote_success), 0);
+		assert_true(ctr(f, TB_C_numa_hint_faults) > 0);
+		assert_int_equal(sp->period_ms, adaptive ? 8000 : 1000);
+		destroy(f);
+	}
+}
+
 static void test_second_chance(void **state)
 {
 	(void)state;
@@ -591,6 +649,8 @@ static void test_knobs_and_policies(void **state)
 	assert_string_equal(tb_policy_name(p), "combined");
 	assert_int_equal(tb_policy_parse("always+", &p), -EINVAL);
 	assert_int_equal(tb_policy_parse("fast", &p), -EINVAL);
+	assert_int_equal(tb_policy_parse("adaptive", &p), 0);
+	assert_int_equal(p, TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ADAPTIVE);
 }
 
 int main(void)
@@ -610,6 +670,8 @@ int main(void)
 		cmocka_unit_test(test_pingpong_window),
 		cmocka_unit_test(test_tpp_demotion_watermark),
 		cmocka_unit_test(test_scan_period_adapts),
+		cmocka_unit_test(test_adaptive_threshold),
+		cmocka_unit_test(test_adaptive_slows_scanner),
 		cmocka_unit_test(test_second_chance),
 		cmocka_unit_test(test_failed_migration_counted),
 		cmocka_unit_test(test_check_catches_corruption),
