@@ -220,6 +220,8 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	jnum(f, "modeled_seconds", res->modeled_s);
 	jnum(f, "anon_fast_share", res->anon_pages ? (double)res->anon_fast_pages / (double)res->anon_pages : 0);
 	jnum(f, "slow_read_share", res->reads ? (double)res->slow_reads / (double)res->reads : 0);
+	jnum(f, "overhead_seconds", res->overhead_ns / 1e9);
+	jnum(f, "kswapd_seconds", res->background_ns / 1e9);
 	jnum(f, "wall_seconds", res->wall_s);
 	fputs(",\n   \"counters\": {", f);
 	for (unsigned c = 0; c < TB_NR_COUNTERS; c++)

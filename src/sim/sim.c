@@ -41,6 +41,7 @@ struct proc {
 	struct region anon, file;
 	uint32_t write_thresh, file_thresh; /* out of 65536 */
 	double think_ns;
+	double share; /* of all accesses, from the processes' weights */
 	double lat[TB_MAX_NODES][2];
 	unsigned cpu_node;
 };
@@ -374,7 +375,8 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 			break;
 		rc = 0;
 		base += (uint32_t)(ps->anon.pages + ps->file.pages);
-		cum += ps->weight / wsum;
+		pr->share = ps->weight / wsum;
+		cum += pr->share;
 		s->pick[i] = i + 1 == w->nr_procs ? 65536 : (uint32_t)lround(cum * 65536);
 	}
 	if (rc < 0) {
@@ -437,14 +439,10 @@ static void apply_phase(struct sim *s, const struct phase_spec *ph)
 /* What the oracle needs to know of each process at this moment. */
 static void oracle_inputs(struct sim *s, struct oracle_proc *op)
 {
-	const struct workload *w = s->cfg->workload;
-	double wsum = 0;
-	for (unsigned i = 0; i < w->nr_procs; i++)
-		wsum += w->proc[i].weight;
 	for (unsigned i = 0; i < s->nr_procs; i++) {
 		struct proc *pr = &s->proc[i];
 		double wr = pr->write_thresh / 65536.0, fs = pr->file_thresh / 65536.0;
-		double share = w->proc[i].weight / wsum;
+		double share = pr->share;
 		op[i] = (struct oracle_proc){.cpu_node = pr->cpu_node};
 		for (unsigned n = 0; n < s->m->nr_nodes; n++)
 			op[i].cost[n] = (1 - wr) * pr->lat[n][0] + wr * pr->lat[n][1];
@@ -566,7 +564,6 @@ static void finish_result(struct sim *s, const struct totals *tot, struct sim_re
 {
 	const struct machine *m = s->m;
 	res->modeled_s = s->t / 1e9;
-	res->access_ns = tot->lat_sum;
 	res->overhead_ns = s->overhead_ns;
 	res->background_ns = s->bg_ns;
 	for (unsigned n = 0; n < m->nr_nodes; n++) {

@@ -36,7 +36,9 @@ struct sim_row {
 struct sim_result {
 	char policy[32];
 	uint64_t accesses, fast_accesses, reads, slow_reads;
-	double modeled_s, access_ns, overhead_ns, background_ns;
+	double modeled_s;
+	double overhead_ns;   /* hint faults, scanning and synchronous migrations, in the modeled time */
+	double background_ns; /* kswapd's migrations, on its own CPU */
 	double score, mean_latency_ns, fast_share;
 	uint64_t anon_pages, anon_fast_pages; /* at the end of the run */
 	uint64_t counters[TB_NR_COUNTERS];

@@ -61,13 +61,16 @@ import json, sys
 runs = json.load(open(sys.argv[1]))
 assert [r["policy"] for r in runs] == ["always", "combined", "oracle"], runs
 for r in runs:
-    for k in ("policy", "score", "fast_share", "oracle_pct", "accesses", "wall_seconds", "counters", "series"):
+    for k in ("policy", "score", "fast_share", "oracle_pct", "accesses", "wall_seconds", "counters", "series",
+              "overhead_seconds", "kswapd_seconds"):
         assert k in r, k
     assert r["accesses"] > 0 and 0 <= r["fast_share"] <= 1
     for c in ("pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd", "numa_hint_faults", "pgmigrate_success"):
         assert isinstance(r["counters"][c], int), c
     assert len(r["series"]) == 2
 assert runs[-1]["oracle_pct"] == 100 and runs[0]["oracle_pct"] < 100
+assert runs[-1]["overhead_seconds"] == 0 and runs[0]["overhead_seconds"] > 0  # always pays faults, the oracle none
+assert 0 < runs[0]["overhead_seconds"] < runs[0]["modeled_seconds"]
 PY
 check "trace replay" 0 "^combined " -- "$TB" sim --workload "$DATA/trace.ini" --quiet --check
 check "check flag" 0 "invariants held" -- "$TB" sim --duration 1 --check --policy combined
