@@ -1,6 +1,8 @@
 #ifndef TB_CLI_H
 #define TB_CLI_H
 
+#include <stdbool.h>
+
 #define TB_VERSION "0.1.0"
 
 /* Exit codes shared by all subcommands. */
@@ -9,5 +11,6 @@
 #define EXIT_USAGE 2
 
 int cmd_sim(int argc, char **argv);
+int cmd_topology(int argc, char **argv);
 
 #endif

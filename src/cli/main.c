@@ -10,6 +10,7 @@ static void usage(FILE *f)
 		   "\n"
 		   "commands:\n"
 		   "  sim      simulate a tiered machine and compare placement policies\n"
+		   "  topology show this machine's NUMA nodes and memory tiers\n"
 		   "  help     show this text\n"
 		   "  version  print the version\n"
 		   "\n"
@@ -25,6 +26,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "sim"))
 		return cmd_sim(argc - 1, argv + 1);
+	if (!strcmp(cmd, "topology"))
+		return cmd_topology(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return EXIT_OK;

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Runs inside the guest (busybox sh): the live tests. usage: suite.sh LAYOUT
+layout=$1
+pass=0
+fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+# 1. topology: node 0 is fast with the 2 CPUs, node 1 is slow
+t=$(tierbal topology --json) || bad "tierbal topology failed"
+echo "$t"
+echo "$t" | grep -q '"node": 0, "cpus": 2, .*"tier": 0,' && ok "node 0: 2 CPUs, tier 0" || bad "node 0"
+echo "$t" | grep -q '"node": 1, "cpus": 0, .*"tier": 1,' && ok "node 1: no CPU, tier 1" || bad "node 1"
+if [ "$layout" = tier ]; then
+	echo "$t" | grep -q '"tier_source": "memory_tiering"' && ok "tiers taken from the kernel's memory_tiering" || bad "tier source"
+	echo "$t" | grep -q '"node": 1, .*"kernel_tier": 22,' && ok "node 1 in memory_tier22" || bad "kernel tier of node 1"
+else
+	echo "$t" | grep -q '"tier_source": "cpu-less nodes are slow"' && ok "one kernel tier: CPU-less node taken as slow" || bad "tier source"
+fi
+echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances read" || bad "distances"
+
+echo "guest: $pass passed, $fail failed"
+[ "$fail" = 0 ]

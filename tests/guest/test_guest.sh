@@ -1,0 +1,19 @@
+#!/bin/bash
+# The live tests: builds a static tierbal and runs tests/guest/suite.sh in a
+# two-node QEMU guest, once per layout. usage: tests/guest/test_guest.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ ! -f build-static/build.ninja ]; then
+	meson setup build-static -Dbuildtype=release -Dprefer_static=true -Dc_link_args=-static >/dev/null
+fi
+ninja -C build-static tierbal >/dev/null
+ldd build-static/tierbal >/dev/null 2>&1 && { echo "test_guest: build-static/tierbal is not static" >&2; exit 1; }
+rc=0
+for layout in numa tier; do
+	echo "=== guest, layout $layout ==="
+	start=$(date +%s)
+	bash tests/guest/run-guest --layout "$layout" --file build-static/tierbal --file tests/guest/suite.sh \
+		-- sh /test/suite.sh "$layout" || rc=1
+	echo "=== guest, layout $layout: $(( $(date +%s) - start )) s ==="
+done
+exit $rc
