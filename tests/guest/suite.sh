@@ -19,5 +19,12 @@ else
 fi
 echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances read" || bad "distances"
 
+# 2. the mover: real move_pages between the nodes, placement, integrity, errors
+out=$(guest_mover_test)
+echo "$out"
+p=$(echo "$out" | sed -n 's/^mover: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+f=$(echo "$out" | sed -n 's/^mover: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+if [ -n "$p" ]; then pass=$((pass + p)); fail=$((fail + f)); else bad "guest_mover_test gave no result"; fi
+
 echo "guest: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,0 +1,58 @@
+#include "mover.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+
+static void account(struct tb_mover_stats *st, int s, int node)
+{
+	if (s == node)
+		st->moved++;
+	else if (s == -EBUSY)
+		st->busy++;
+	else if (s == -ENOMEM)
+		st->nomem++;
+	else if (s == -ENOENT || s == -EFAULT)
+		st->gone++;
+	else
+		st->other++;
+}
+
+static int call(pid_t pid, void *const *pages, size_t n, const int *nodes, int *status, int flags)
+{
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < TB_MOVE_BATCH ? n - done : TB_MOVE_BATCH;
+		/* numa_move_pages wants non-const pointers but does not write them */
+		long rc = numa_move_pages(pid, (unsigned long)k, (void **)(pages + done), nodes ? nodes + done : NULL,
+					  status + done, flags);
+		if (rc < 0)
+			return -errno;
+		done += k;
+	}
+	return 0;
+}
+
+int tb_mover_move(pid_t pid, void *const *pages, size_t n, int node, int *status, struct tb_mover_stats *st)
+{
+	if (node < 0 || node > numa_max_node())
+		return -EINVAL;
+	int nodes[TB_MOVE_BATCH];
+	for (size_t i = 0; i < TB_MOVE_BATCH; i++)
+		nodes[i] = node;
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < TB_MOVE_BATCH ? n - done : TB_MOVE_BATCH;
+		int rc = call(pid, pages + done, k, nodes, status + done, MPOL_MF_MOVE);
+		st->calls++;
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			account(st, status[done + i], node);
+		done += k;
+	}
+	return 0;
+}
+
+int tb_mover_query(pid_t pid, void *const *pages, size_t n, int *status)
+{
+	return call(pid, pages, n, NULL, status, 0);
+}
