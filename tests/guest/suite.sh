@@ -20,11 +20,20 @@ fi
 echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances read" || bad "distances"
 
 # 2. the mover: real move_pages between the nodes, placement, integrity, errors
-out=$(guest_mover_test)
-echo "$out"
-p=$(echo "$out" | sed -n 's/^mover: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-f=$(echo "$out" | sed -n 's/^mover: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-if [ -n "$p" ]; then pass=$((pass + p)); fail=$((fail + f)); else bad "guest_mover_test gave no result"; fi
+# 3. the soft-dirty sampler: exactly the written pages
+for prog in guest_mover_test guest_softdirty_test; do
+	out=$($prog)
+	echo "$out"
+	line=$(echo "$out" | grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
+	if [ -n "$line" ]; then
+		p=$(echo "$line" | sed 's/^[a-z]*: \([0-9]*\) passed.*/\1/')
+		f=$(echo "$line" | sed 's/.* passed, \([0-9]*\) failed$/\1/')
+		pass=$((pass + p))
+		fail=$((fail + f))
+	else
+		bad "$prog gave no result"
+	fi
+done
 
 echo "guest: $pass passed, $fail failed"
 [ "$fail" = 0 ]

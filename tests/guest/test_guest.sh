@@ -6,8 +6,8 @@ cd "$(dirname "$0")/../.."
 if [ ! -f build-static/build.ninja ]; then
 	meson setup build-static -Dbuildtype=release -Dprefer_static=true -Dc_link_args=-static >/dev/null
 fi
-ninja -C build-static tierbal tests/guest_mover_test >/dev/null
-for b in build-static/tierbal build-static/tests/guest_mover_test; do
+ninja -C build-static tierbal tests/guest_mover_test tests/guest_softdirty_test >/dev/null
+for b in build-static/tierbal build-static/tests/guest_mover_test build-static/tests/guest_softdirty_test; do
 	ldd "$b" >/dev/null 2>&1 && { echo "test_guest: $b is not static" >&2; exit 1; }
 done
 rc=0
@@ -15,7 +15,7 @@ for layout in numa tier; do
 	echo "=== guest, layout $layout ==="
 	start=$(date +%s)
 	bash tests/guest/run-guest --layout "$layout" --file build-static/tierbal --file tests/guest/suite.sh \
-		--file build-static/tests/guest_mover_test \
+		--file build-static/tests/guest_mover_test --file build-static/tests/guest_softdirty_test \
 		-- sh /test/suite.sh "$layout" || rc=1
 	echo "=== guest, layout $layout: $(( $(date +%s) - start )) s ==="
 done

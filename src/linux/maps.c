@@ -1,0 +1,62 @@
+#include "maps.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tb_maps_parse_line(const char *line, struct tb_vma *v)
+{
+	uintmax_t start, end;
+	char perms[5];
+	unsigned long long ino;
+	int name = 0;
+	if (sscanf(line, "%jx-%jx %4s %*x %*x:%*x %llu %n", &start, &end, perms, &ino, &name) < 4 || end <= start ||
+	    strlen(perms) != 4)
+		return -EINVAL;
+	const char *path = line + name;
+	*v = (struct tb_vma){.start = (uintptr_t)start, .end = (uintptr_t)end, .readable = perms[0] == 'r',
+			     .writable = perms[1] == 'w', .private = perms[3] == 'p'};
+	/* anonymous: no inode, and no name or a bracketed one ([heap], [stack], [anon:...]) */
+	v->anon = ino == 0 && (!name || *path == '\0' || *path == '\n' || *path == '[');
+	if (name && (!strncmp(path, "[vsyscall]", 10) || !strncmp(path, "[vvar]", 6) || !strncmp(path, "[vdso]", 6)))
+		v->anon = false;
+	return 0;
+}
+
+int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
+{
+	char path[64], line[4096];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	size_t cap = 64;
+	*n = 0;
+	*out = malloc(cap * sizeof(**out));
+	int rc = *out ? 0 : -ENOMEM;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		if (*n == cap) {
+			struct tb_vma *nv = realloc(*out, 2 * cap * sizeof(**out));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			*out = nv;
+			cap *= 2;
+		}
+		if (tb_maps_parse_line(line, &(*out)[*n]) == 0)
+			(*n)++;
+	}
+	fclose(f);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}

@@ -1,0 +1,21 @@
+/* A process's memory areas, from /proc/PID/maps. */
+#ifndef TB_MAPS_H
+#define TB_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tb_vma {
+	uintptr_t start, end;
+	bool readable, writable, private;
+	bool anon; /* no backing file: heap, stack, anonymous mappings */
+};
+
+/* Reads pid's areas (0 = this process) into a malloc'd array. */
+int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n);
+/* Parses one line of a maps file. 0, or -EINVAL for a line that is not one. */
+int tb_maps_parse_line(const char *line, struct tb_vma *v);
+
+#endif
