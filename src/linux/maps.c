@@ -1,5 +1,10 @@
 #include "maps.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,14 +32,15 @@ int tb_maps_parse_line(const char *line, struct tb_vma *v)
 
 int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
 {
-	char path[64], line[4096];
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/maps");
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	char line[4096];
+	int fd = tb_proc_open(pid, "maps", O_RDONLY);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
 	size_t cap = 64;
 	*n = 0;
 	*out = malloc(cap * sizeof(**out));

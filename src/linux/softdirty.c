@@ -2,43 +2,29 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "procfs.h"
 
 #define PM_PRESENT (1ull << 63)
 #define PM_SOFT_DIRTY (1ull << 55)
 
-static int proc_path(char *buf, size_t len, pid_t pid, const char *file)
-{
-	int n = pid ? snprintf(buf, len, "/proc/%d/%s", (int)pid, file) : snprintf(buf, len, "/proc/self/%s", file);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 int tb_sd_clear(pid_t pid)
 {
-	char path[64];
-	int rc = proc_path(path, sizeof(path), pid, "clear_refs");
-	if (rc)
-		return rc;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = tb_proc_open(pid, "clear_refs", O_WRONLY);
 	if (fd < 0)
-		return -errno;
-	rc = write(fd, "4", 1) == 1 ? 0 : -errno;
+		return fd;
+	int rc = write(fd, "4", 1) == 1 ? 0 : -errno;
 	close(fd);
 	return rc;
 }
 
 int tb_sd_scan(pid_t pid, uintptr_t start, size_t npages, uint8_t *written, uint8_t *present)
 {
-	char path[64];
-	int rc = proc_path(path, sizeof(path), pid, "pagemap");
-	if (rc)
-		return rc;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = tb_proc_open(pid, "pagemap", O_RDONLY), rc = 0;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	long psz = sysconf(_SC_PAGESIZE);
 	uint64_t buf[512];
 	for (size_t done = 0; done < npages && !rc;) {
