@@ -357,13 +357,6 @@ int cmd_sim(int argc, char **argv)
 	double interval = o.interval > 0 ? o.interval : w.interval_s;
 	if (interval > duration)
 		interval = duration;
-	FILE *out = stdout;
-	if (o.out && !(out = fopen(o.out, "w"))) {
-		fprintf(stderr, "tierbal sim: --out: cannot write %s: %s\n", o.out, strerror(errno));
-		workload_free(&w);
-		return EXIT_USAGE;
-	}
-
 	char knob[96] = "", values[MAX_VALUES][32];
 	struct tb_knobs knobs[MAX_VALUES];
 	size_t nr_val = 1;
@@ -372,10 +365,20 @@ int cmd_sim(int argc, char **argv)
 		workload_free(&w);
 		return EXIT_USAGE;
 	}
+	FILE *out = stdout;
+	if (o.out && !(out = fopen(o.out, "w"))) {
+		fprintf(stderr, "tierbal sim: --out: cannot write %s: %s\n", o.out, strerror(errno));
+		workload_free(&w);
+		return EXIT_USAGE;
+	}
+
 	size_t per_val = nr_pol + (o.oracle ? 1 : 0), nr_jobs = nr_val * per_val;
 	struct job *jobs = calloc(nr_jobs, sizeof(*jobs));
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
+		if (out != stdout)
+			fclose(out);
+		workload_free(&w);
 		return EXIT_FAIL;
 	}
 	for (size_t i = 0; i < nr_jobs; i++) {

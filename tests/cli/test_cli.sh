@@ -80,7 +80,8 @@ check "sweep" 0 "" -- "$TB" sim --sweep promo_wmark_mode=v13,v10,boost --policy 
 [ "$(grep -cE '^(v13|v10|boost) +(always|adaptive|oracle) ' "$TMP/s1")" = 9 ] \
 	&& { echo "ok   sweep table: 3 values x (2 policies + oracle)"; pass=$((pass + 1)); } \
 	|| { echo "FAIL sweep table"; cat "$TMP/s1"; fail=$((fail + 1)); }
-check "sweep bad knob" 2 "unknown knob 'nope'" -- "$TB" sim --sweep nope=1,2
+check "sweep bad knob" 2 "unknown knob 'nope'" -- "$TB" sim --sweep nope=1,2 --out "$TMP/never"
+[ ! -e "$TMP/never" ] && { echo "ok   a rejected sweep writes no output file"; pass=$((pass + 1)); } || { echo "FAIL output file created for a rejected sweep"; fail=$((fail + 1)); }
 check "sweep bad value" 2 "watermark_scale_factor: 0 is outside" -- "$TB" sim --sweep watermark_scale_factor=10,0
 check "sweep no values" 2 "expected KNOB=V1,V2" -- "$TB" sim --sweep watermark_scale_factor=
 check "sweep json" 0 "" -- "$TB" sim --sweep numa_balancing_hot_threshold_ms=100,1000 --policy hot-threshold --duration 1 --quiet --format json --out "$TMP/s2"
