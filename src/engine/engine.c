@@ -182,7 +182,7 @@ void tb_engine_node_info(const struct tb_engine *e, unsigned i, struct tb_node_i
 		out->lru[l] = n->lru[l].count;
 }
 
-static int check_list(struct tb_engine *e, unsigned ni, unsigned l, uint64_t *seen, char *err, size_t len)
+static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, size_t len)
 {
 	const struct tb_lru *lru = &e->node[ni].lru[l];
 	uint32_t prev = TB_NIL, p = lru->head;
@@ -216,7 +216,6 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, uint64_t *se
 			 (unsigned long long)n, (unsigned long long)lru->count, prev, lru->tail);
 		return -EFAULT;
 	}
-	*seen += n;
 	return 0;
 }
 
@@ -226,10 +225,9 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 	uint64_t listed[TB_MAX_NODES][NR_LRU] = {{0}};
 	for (unsigned ni = 0; ni < e->nr_nodes && !rc; ni++) {
 		const struct tb_node *n = &e->node[ni];
-		uint64_t seen = 0;
 		if (n->demote_to >= 0)
 			for (unsigned l = 0; l < NR_LRU && !rc; l++)
-				rc = check_list(e, ni, l, &seen, err, len);
+				rc = check_list(e, ni, l, err, len);
 		if (!rc && n->used > n->present) {
 			snprintf(err, len, "node %u: %llu used of %llu present: free is negative", ni,
 				 (unsigned long long)n->used, (unsigned long long)n->present);
