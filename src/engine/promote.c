@@ -96,7 +96,8 @@ static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 	return true;
 }
 
-static void promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp);
+/* Applies the policy to a hint fault on a slow-tier page; true if it was promoted. */
+static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp);
 
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t p)
 {
@@ -127,17 +128,15 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	}
 	if (!tiering_on(e) || node_fast(e, src))
 		return;
-	uint64_t promoted = e->counters[TB_C_pgpromote_success];
-	promote_fault(e, p, f, sp);
 	/* adaptive: a fault that moved nothing tells the scanner what a local
 	 * fault tells it, that there is little to do here, so it slows down */
-	if ((e->policy & TB_POLICY_ADAPTIVE) && e->counters[TB_C_pgpromote_success] == promoted) {
+	if (!promote_fault(e, p, f, sp) && (e->policy & TB_POLICY_ADAPTIVE)) {
 		sp->faults_remote--;
 		sp->faults_local++;
 	}
 }
 
-static void promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp)
+static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp)
 {
 	unsigned src = f & PF_NODE_MASK;
 	unsigned dst = sp->cpu_node;
@@ -146,19 +145,19 @@ static void promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 		/* TPP: an inactive page is only activated; a later fault promotes it */
 		page_activate(e, p);
 		count(e, TB_C_promote_defer_inactive, 1);
-		return;
+		return false;
 	}
 	if ((e->policy & TB_POLICY_HOT) && !hot_enough(e, p, d))
-		return;
+		return false;
 	/* migrate_balanced_pgdat(): promotion may not push the node below high */
 	if (node_free(d) <= d->wmark_high + 1) {
 		count(e, TB_C_promote_fail_wmark, 1);
 		boost_on_refusal(e, dst);
 		kswapd_wake(e, dst);
-		return;
+		return false;
 	}
 	lru_del(e, src, lru_of(e->meta[p].flags), p);
-	migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE);
+	return migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;
 }
 
 void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
