@@ -18,15 +18,25 @@ static void account(struct tb_mover_stats *st, int s, int node)
 		st->other++;
 }
 
-static int call(pid_t pid, void *const *pages, size_t n, const int *nodes, int *status, int flags)
+/* move_pages in batches: to `node` (nodes filled with it), or, for node < 0,
+ * only asking where the pages are. st, if given, counts calls and outcomes. */
+static int batched(pid_t pid, void *const *pages, size_t n, int node, int *status, struct tb_mover_stats *st)
 {
+	int nodes[TB_MOVE_BATCH];
+	for (size_t i = 0; i < TB_MOVE_BATCH; i++)
+		nodes[i] = node;
 	for (size_t done = 0; done < n;) {
 		size_t k = n - done < TB_MOVE_BATCH ? n - done : TB_MOVE_BATCH;
 		/* numa_move_pages wants non-const pointers but does not write them */
-		long rc = numa_move_pages(pid, (unsigned long)k, (void **)(pages + done), nodes ? nodes + done : NULL,
-					  status + done, flags);
+		long rc = numa_move_pages(pid, (unsigned long)k, (void **)(pages + done), node >= 0 ? nodes : NULL,
+					  status + done, node >= 0 ? MPOL_MF_MOVE : 0);
+		if (st)
+			st->calls++;
 		if (rc < 0)
 			return -errno;
+		if (st)
+			for (size_t i = 0; i < k; i++)
+				account(st, status[done + i], node);
 		done += k;
 	}
 	return 0;
@@ -36,23 +46,10 @@ int tb_mover_move(pid_t pid, void *const *pages, size_t n, int node, int *status
 {
 	if (node < 0 || node > numa_max_node())
 		return -EINVAL;
-	int nodes[TB_MOVE_BATCH];
-	for (size_t i = 0; i < TB_MOVE_BATCH; i++)
-		nodes[i] = node;
-	for (size_t done = 0; done < n;) {
-		size_t k = n - done < TB_MOVE_BATCH ? n - done : TB_MOVE_BATCH;
-		int rc = call(pid, pages + done, k, nodes, status + done, MPOL_MF_MOVE);
-		st->calls++;
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < k; i++)
-			account(st, status[done + i], node);
-		done += k;
-	}
-	return 0;
+	return batched(pid, pages, n, node, status, st);
 }
 
 int tb_mover_query(pid_t pid, void *const *pages, size_t n, int *status)
 {
-	return call(pid, pages, n, NULL, status, 0);
+	return batched(pid, pages, n, -1, status, NULL);
 }
