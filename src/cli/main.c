@@ -10,11 +10,13 @@ static void usage(FILE *f)
 		   "\n"
 		   "commands:\n"
 		   "  sim      simulate a tiered machine and compare placement policies\n"
+		   "  run      move the pages of real processes between NUMA nodes (the daemon)\n"
+		   "  stat     print a running daemon's counters\n"
 		   "  topology show this machine's NUMA nodes and memory tiers\n"
 		   "  help     show this text\n"
 		   "  version  print the version\n"
 		   "\n"
-		   "'tierbal sim --help' and 'man tierbal' tell more.\n");
+		   "'tierbal COMMAND --help' and 'man tierbal' tell more.\n");
 }
 
 int main(int argc, char **argv)
@@ -26,6 +28,10 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "sim"))
 		return cmd_sim(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(cmd, "topology"))
 		return cmd_topology(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

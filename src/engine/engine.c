@@ -143,6 +143,25 @@ int tb_engine_add_space(struct tb_engine *e, uint32_t first, uint32_t count, uns
 	return (int)e->nr_spaces++;
 }
 
+int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages)
+{
+	if (node >= e->nr_nodes)
+		return -EINVAL;
+	struct tb_node *n = &e->node[node];
+	n->external = pages;
+	uint64_t wake = e->k.demote_scale_factor && n->tier == 0 ? n->wmark_demote : n->wmark_low;
+	if (n->demote_to >= 0 && node_free(n) < wake)
+		kswapd_wake(e, node);
+	return 0;
+}
+
+void tb_engine_reconfigure(struct tb_engine *e, const struct tb_knobs *k, uint32_t policy)
+{
+	e->k = *k;
+	e->policy = policy;
+	wmark_setup(e);
+}
+
 void tb_engine_tick(struct tb_engine *e)
 {
 	e->now_ns = e->pops->now_ns(e->pctx);
@@ -169,6 +188,7 @@ void tb_engine_node_info(const struct tb_engine *e, unsigned i, struct tb_node_i
 	*out = (struct tb_node_info){
 		.present = n->present,
 		.used = n->used,
+		.external = n->external,
 		.wmark_min = n->wmark_min,
 		.wmark_low = n->wmark_low,
 		.wmark_high = n->wmark_high,

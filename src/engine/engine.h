@@ -85,7 +85,7 @@ struct tb_engine_config {
 struct tb_engine;
 
 struct tb_node_info {
-	uint64_t present, used;
+	uint64_t present, used, external;
 	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote, boost;
 	uint64_t lru[4]; /* anon inactive, anon active, file inactive, file active */
 	bool kswapd_awake;
@@ -107,6 +107,17 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t page, bool file, unsigned *nod
 /* Puts a page on a node with no allocator logic (oracle placement), or takes it off. */
 int tb_engine_place(struct tb_engine *e, uint32_t page, unsigned node, bool file);
 void tb_engine_unplace(struct tb_engine *e, uint32_t page);
+
+/* New knobs and policy while running (a reloaded configuration): watermarks
+ * are recomputed, learned state (thresholds, scan periods, LRU) is kept. */
+void tb_engine_reconfigure(struct tb_engine *e, const struct tb_knobs *k, uint32_t policy);
+
+/* Pages of the node in use by memory the engine does not manage (other
+ * processes, page cache, the kernel): they count against free memory, so
+ * watermarks and demotion follow what the real node has left. */
+int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages);
+/* (When that leaves a fast node below its wake-up mark, kswapd wakes, as
+ * the allocations that used the memory would have woken it.) */
 
 /* A hint that a hint fault on this page is near: starts loading its metadata. */
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t page);

@@ -33,6 +33,7 @@ struct tb_pmeta {
 
 struct tb_node {
 	uint64_t present, used;
+	uint64_t external; /* in use by memory the engine does not manage (live daemon) */
 	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote;
 	uint64_t boost, boost_max;
 	unsigned tier, socket;
@@ -115,7 +116,8 @@ static inline bool node_fast(const struct tb_engine *e, unsigned n)
 
 static inline uint64_t node_free(const struct tb_node *n)
 {
-	return n->present - n->used;
+	uint64_t taken = n->used + n->external;
+	return taken < n->present ? n->present - taken : 0;
 }
 
 static inline uint32_t now_ms(const struct tb_engine *e)

@@ -94,5 +94,23 @@ PY
 check "sweep csv" 0 "^knob,value,policy,score" -- "$TB" sim --sweep watermark_scale_factor=10,100 --policy none --duration 1 --quiet --format csv
 check "adaptive policy" 0 "^adaptive " -- "$TB" sim --policy adaptive --duration 2 --quiet --check
 
+# tierbal run / stat on this one-node host: what can be checked without a second node
+# (the daemon itself is tested in the guest, tests/guest/daemon_test.c)
+check "run help" 0 "--dry-run" -- "$TB" run --help
+check "run without targets" 2 "nothing to manage: give --pid PID or --cgroup PATH" -- "$TB" run
+check "run bad pid" 2 "--pid 'x' is not a process id" -- "$TB" run --pid x
+check "run bad duration" 2 "--duration '0' is not a positive number" -- "$TB" run --pid 1 --duration 0
+check "run relative socket" 2 "--socket 'rel' is not an absolute path" -- "$TB" run --pid 1 --socket rel
+check "run bad policy" 2 "--policy: unknown policy 'fast'" -- "$TB" run --pid 1 --policy fast
+check "run bad sampler" 2 "--sampler: 'magic' is not auto, damon or softdirty" -- "$TB" run --pid 1 --sampler magic
+check "run bad knob" 2 "--set nope=1: unknown knob 'nope'" -- "$TB" run --pid 1 --set nope=1
+printf '[daemon]\nsample_ms = fast\n' >"$TMP/bad.ini"
+check "run garbage config" 2 "bad.ini:2: \[daemon\] sample_ms: 'fast' is not a whole number" -- "$TB" run --pid 1 --config "$TMP/bad.ini"
+check "run missing config" 2 "/nonexistent.ini: cannot open" -- "$TB" run --pid 1 --config /nonexistent.ini
+check "run no such pid" 1 "pid 4194304: no such process" -- "$TB" run --pid 4194304 --once --socket "$TMP/s.sock"
+check "run unreadable cgroup" 1 "cgroup $TMP/nocg: cannot read its cgroup.procs" -- "$TB" run --cgroup "$TMP/nocg" --socket "$TMP/s.sock"
+check "stat without daemon" 1 "no tierbal daemon at $TMP/s.sock" -- "$TB" stat --socket "$TMP/s.sock"
+check "stat bad argument" 2 "unknown argument '--xml'" -- "$TB" stat --xml
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -21,7 +21,8 @@ echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances r
 
 # 2. the mover: real move_pages between the nodes, placement, integrity, errors
 # 3. the soft-dirty sampler: exactly the written pages
-for prog in guest_mover_test guest_softdirty_test; do
+# 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run
+for prog in guest_mover_test guest_softdirty_test guest_daemon_test; do
 	out=$($prog)
 	echo "$out"
 	line=$(echo "$out" | grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)

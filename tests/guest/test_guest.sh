@@ -6,8 +6,9 @@ cd "$(dirname "$0")/../.."
 if [ ! -f build-static/build.ninja ]; then
 	meson setup build-static -Dbuildtype=release -Dprefer_static=true -Dc_link_args=-static >/dev/null
 fi
-ninja -C build-static tierbal tests/guest_mover_test tests/guest_softdirty_test >/dev/null
-for b in build-static/tierbal build-static/tests/guest_mover_test build-static/tests/guest_softdirty_test; do
+ninja -C build-static tierbal tests/guest_mover_test tests/guest_softdirty_test tests/guest_hotcold \
+	tests/guest_daemon_test >/dev/null
+for b in build-static/tierbal build-static/tests/guest_{mover_test,softdirty_test,hotcold,daemon_test}; do
 	ldd "$b" >/dev/null 2>&1 && { echo "test_guest: $b is not static" >&2; exit 1; }
 done
 rc=0
@@ -16,6 +17,7 @@ for layout in numa tier; do
 	start=$(date +%s)
 	bash tests/guest/run-guest --layout "$layout" --file build-static/tierbal --file tests/guest/suite.sh \
 		--file build-static/tests/guest_mover_test --file build-static/tests/guest_softdirty_test \
+		--file build-static/tests/guest_hotcold --file build-static/tests/guest_daemon_test \
 		-- sh /test/suite.sh "$layout" || rc=1
 	echo "=== guest, layout $layout: $(( $(date +%s) - start )) s ==="
 done

@@ -219,6 +219,38 @@ static void test_refused_promotion_wakes_kswapd(void **state)
 	destroy(f);
 }
 
+/* Memory the engine does not manage (other processes, the kernel) leaves the
+ * fast node short; kswapd makes room by demoting managed pages only. */
+static void test_external_memory(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 64, 1);
+	place(f, 64, 512, 0); /* the managed pages on the fast node */
+	struct tb_node_info ni = info(f, 0);
+	uint64_t external = ni.present - ni.used - ni.wmark_high;
+	assert_int_equal(tb_engine_set_external(f->e, 0, external), 0);
+	assert_int_equal(tb_engine_set_external(f->e, 2, 1), -EINVAL);
+	ni = info(f, 0);
+	assert_int_equal(ni.external, external);
+	assert_int_equal(ni.present - ni.used - ni.external, ni.wmark_high);
+	advance(f, 1);
+	fault(f, 0);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1); /* refused: the node is at high */
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 1);
+	advance(f, 10);
+	ni = info(f, 0);
+	assert_true(ctr(f, TB_C_pgdemote_kswapd) > 0);
+	assert_true(ni.used < 512);
+	assert_true(ni.present - ni.used - ni.external >= ni.wmark_promo);
+	fault(f, 1);
+	assert_int_equal(tb_engine_page_node(f->e, 1), 0);
+	/* more external use than the node holds: free is zero, never negative */
+	assert_int_equal(tb_engine_set_external(f->e, 0, ni.present), 0);
+	assert_int_equal(tb_engine_place(f->e, 4000, 0, false), -ENOMEM);
+	destroy(f);
+}
+
 static void no_tiering(struct tb_knobs *k)
 {
 	k->numa_balancing = 0;
@@ -675,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_second_chance),
 		cmocka_unit_test(test_failed_migration_counted),
 		cmocka_unit_test(test_check_catches_corruption),
+		cmocka_unit_test(test_external_memory),
 		cmocka_unit_test(test_knobs_and_policies),
 	};
 	return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

@@ -1,0 +1,190 @@
+#define _GNU_SOURCE /* accept4, struct ucred */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define REPLY_MAX 65536
+
+static int fill_addr(struct sockaddr_un *a, const char *path)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
+int tb_ctl_listen(const char *path, char *err, size_t len)
+{
+	struct sockaddr_un a;
+	if (fill_addr(&a, path)) {
+		snprintf(err, len, "control socket %s: path too long (at most %zu bytes)", path, sizeof(a.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		int busy = connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(probe);
+		if (busy) {
+			snprintf(err, len, "control socket %s: another tierbal daemon is running there; stop it or "
+					   "set a different socket",
+				 path);
+			return -EADDRINUSE;
+		}
+	}
+	unlink(path); /* stale: left by a daemon that was killed */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, len, "control socket: %s", strerror(errno));
+		return -errno;
+	}
+	mode_t old = umask(0177); /* the socket is born 0600: no window where others may connect */
+	int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (rc || listen(fd, 16)) {
+		rc = -errno;
+		snprintf(err, len, "control socket %s: %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static void reply(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+int tb_ctl_accept(int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct timeval tv = {0, 100000}; /* a reader that stalls does not hold the daemon */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || cred.uid != 0) {
+		static const char denied[] = "error: permission denied: only root may talk to tierbal\n";
+		reply(fd, denied, sizeof(denied) - 1);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int tb_ctl_handle(struct tb_ctl_client *c, size_t (*report)(void *ctx, char *buf, size_t len), void *ctx)
+{
+	ssize_t got = read(c->fd, c->req + c->n, sizeof(c->req) - 1 - c->n);
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (got <= 0) {
+		close(c->fd);
+		return 1;
+	}
+	c->n += (size_t)got;
+	c->req[c->n] = '\0';
+	if (!memchr(c->req, '\n', c->n) && c->n < sizeof(c->req) - 1)
+		return 0; /* the line is not complete yet */
+	c->req[strcspn(c->req, "\r\n")] = '\0';
+	if (!strcmp(c->req, "stat")) {
+		char *buf = malloc(REPLY_MAX);
+		if (buf) {
+			size_t n = report(ctx, buf, REPLY_MAX);
+			/* a blocking write, bounded by SO_SNDTIMEO: a client that does not read cannot stall us */
+			int fl = fcntl(c->fd, F_GETFL);
+			fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
+			reply(c->fd, buf, n);
+			free(buf);
+		}
+	} else {
+		static const char unknown[] = "error: unknown request (known: stat)\n";
+		reply(c->fd, unknown, sizeof(unknown) - 1);
+	}
+	close(c->fd);
+	return 1;
+}
+
+int tb_ctl_request(const char *path, const char *request, char **answer, char *err, size_t len)
+{
+	struct sockaddr_un a;
+	*answer = NULL;
+	if (fill_addr(&a, path)) {
+		snprintf(err, len, "%s: path too long for a unix socket", path);
+		return -ENAMETOOLONG;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, len, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+		if (e == ENOENT || e == ECONNREFUSED)
+			snprintf(err, len, "no tierbal daemon at %s (start one with 'tierbal run')", path);
+		else if (e == EACCES)
+			snprintf(err, len, "%s: permission denied: only root may read the daemon's counters", path);
+		else
+			snprintf(err, len, "%s: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	struct timeval tv = {5, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	reply(fd, request, strlen(request));
+	reply(fd, "\n", 1);
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 == cap) {
+			char *nb = cap < REPLY_MAX * 2 ? realloc(buf, cap * 2) : NULL;
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t got = read(fd, buf + n, cap - n - 1);
+		if (got < 0) {
+			snprintf(err, len, "%s: no answer from the daemon: %s", path, strerror(errno));
+			free(buf);
+			close(fd);
+			return -EIO;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	if (!buf) {
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	buf[n] = '\0';
+	if (!strncmp(buf, "error: ", 7)) {
+		snprintf(err, len, "%s: %s", path, buf + 7);
+		err[strcspn(err, "\n")] = '\0';
+		free(buf);
+		return -EPERM;
+	}
+	*answer = buf;
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* The control socket: a running daemon answers "stat" with its counters.
+ * A unix socket with mode 0600, owned by root, and every peer's uid checked:
+ * only root may read (and, later, steer) the daemon. */
+#ifndef TB_CTL_H
+#define TB_CTL_H
+
+#include <stddef.h>
+
+/* Creates and listens on path; -EADDRINUSE if a daemon already answers there.
+ * A stale socket file (nobody listening) is replaced. Returns the fd or -errno. */
+int tb_ctl_listen(const char *path, char *err, size_t len);
+/* Accepts one client: returns its non-blocking fd, or -1 (none waiting, or
+ * a peer that is not root: it is told so and hung up on). */
+int tb_ctl_accept(int lfd);
+/* Reads what a client sent (kept in c between calls); once its request line is complete, answers from
+ * report(ctx, buf, len) and closes. Returns 1 when the client is done with
+ * (answered or gone), 0 while its request is still incomplete. Never blocks. */
+struct tb_ctl_client {
+	int fd;
+	size_t n;
+	char req[64];
+	unsigned long long since_ms; /* when it connected, for the caller's timeout */
+};
+int tb_ctl_handle(struct tb_ctl_client *c, size_t (*report)(void *ctx, char *buf, size_t len), void *ctx);
+/* Client side: sends request, reads the whole answer into a malloc'd string. */
+int tb_ctl_request(const char *path, const char *request, char **answer, char *err, size_t len);
+
+#endif

@@ -1,0 +1,38 @@
+/* tierbal run: the daemon's life cycle (configuration, targets, the
+ * sampling loop, signals, the control socket). */
+#ifndef TB_DAEMON_H
+#define TB_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "dconfig.h"
+
+#define TB_RUN_MAX_SETS 64
+
+/* What the command line asked for; it wins over the configuration file,
+ * also after a reload. */
+struct tb_run_opts {
+	const char *config;
+	pid_t pids[TB_DCFG_MAX_PIDS];
+	size_t nr_pids;
+	const char *cgroup;
+	const char *sampler;
+	const char *policy;
+	const char *socket;
+	bool dry_run;
+	bool once;
+	double duration_s; /* 0: until stopped */
+	const char *sets[TB_RUN_MAX_SETS];
+	size_t nr_sets;
+};
+
+/* Builds the configuration: defaults, then the file, then the command line.
+ * 0, or -EINVAL with a message naming the file, line and key. */
+int tb_run_config(const struct tb_run_opts *o, struct tb_dconfig *c, char *err, size_t len);
+
+/* Runs the daemon; returns the process exit code (0, 1 failure, 2 bad configuration). */
+int tb_daemon_run(const struct tb_run_opts *o);
+
+#endif

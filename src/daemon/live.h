@@ -1,0 +1,59 @@
+/* The engine on a real machine: the Linux platform (clock, move_pages,
+ * accessed bits from the sampler), the managed processes, and one sampling
+ * round that turns what the sampler saw into engine events. */
+#ifndef TB_LIVE_H
+#define TB_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "access.h"
+#include "dconfig.h"
+#include "engine.h"
+#include "idmap.h"
+#include "mover.h"
+#include "target.h"
+#include "topology.h"
+
+/* The daemon's own counters, after the engine's. */
+#define TB_LIVE_COUNTERS(X)                                                                   \
+	X(move_pages_calls) X(move_busy) X(move_nomem) X(move_gone) X(move_other) X(pages_managed) \
+	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
+	X(targets_refused) X(sample_rounds) X(sample_errors) X(dry_run_promote) X(dry_run_demote)   \
+	X(config_reloads) X(config_rejected) X(idmap_full)
+
+enum tb_live_counter {
+#define TB_LENUM(n) TB_L_##n,
+	TB_LIVE_COUNTERS(TB_LENUM)
+#undef TB_LENUM
+	TB_L_NR
+};
+
+struct tb_live;
+
+/* Builds the engine over the machine's nodes. The access sampler is taken
+ * over (destroyed with the live context). */
+int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct tb_topology *topo,
+		struct tb_access access, const char *sampler_why, FILE *log, char *err, size_t len);
+void tb_live_free(struct tb_live *l);
+
+/* Starts managing pid. 0, -EEXIST if it already is, or a negative errno
+ * with the reason in err (no such process, no permission, kernel thread, ...). */
+int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_t len);
+/* Drops targets that exited, re-reads memory maps, follows the cgroup. */
+void tb_live_refresh(struct tb_live *l, const char *cgroup);
+/* One sampling round: read accesses, feed the engine, let it move pages. */
+void tb_live_sample(struct tb_live *l);
+/* New knobs and policy (a SIGHUP reload). */
+void tb_live_reconfigure(struct tb_live *l, const struct tb_dconfig *dc);
+void tb_live_count(struct tb_live *l, enum tb_live_counter c);
+
+size_t tb_live_nr_targets(const struct tb_live *l);
+/* "name value" lines: engine counters (vmstat names), then the daemon's,
+ * then per-node figures. Returns the length written (truncated at len). */
+size_t tb_live_report(const struct tb_live *l, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,148 @@
+#include "target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "idmap.h"
+#include "maps.h"
+
+int tb_target_check(pid_t pid, struct tb_proc_stat *st, char *err, size_t len)
+{
+	if (pid <= 0) {
+		snprintf(err, len, "pid %d: not a process id", (int)pid);
+		return -EINVAL;
+	}
+	if (pid == getpid()) {
+		snprintf(err, len, "pid %d is tierbal itself: it does not manage its own memory", (int)pid);
+		return -EINVAL;
+	}
+	int rc = tb_proc_stat(pid, st);
+	if (rc == -ESRCH) {
+		snprintf(err, len, "pid %d: no such process", (int)pid);
+		return rc;
+	}
+	if (rc) {
+		snprintf(err, len, "pid %d: cannot read /proc/%d/stat: %s", (int)pid, (int)pid, strerror(-rc));
+		return rc;
+	}
+	if (st->kernel_thread) {
+		snprintf(err, len, "pid %d (%s) is a kernel thread: it has no user memory to manage", (int)pid,
+			 st->comm);
+		return -EINVAL;
+	}
+	if (st->state == 'Z') {
+		snprintf(err, len, "pid %d (%s) is a zombie: it has no memory left", (int)pid, st->comm);
+		return -ESRCH;
+	}
+	int fd = tb_proc_open(pid, "pagemap", O_RDONLY);
+	if (fd < 0) {
+		if (fd == -EACCES || fd == -EPERM)
+			snprintf(err, len,
+				 "pid %d (%s): no permission to read its pagemap; run tierbal as root, or as "
+				 "its owner with CAP_SYS_NICE and ptrace access",
+				 (int)pid, st->comm);
+		else
+			snprintf(err, len, "pid %d (%s): cannot open /proc/%d/pagemap: %s", (int)pid, st->comm,
+				 (int)pid, strerror(-fd));
+		return fd;
+	}
+	close(fd);
+	return 0;
+}
+
+int tb_target_open(struct tb_target *t, pid_t pid, const struct tb_proc_stat *st, char *err, size_t len)
+{
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->starttime = st->starttime;
+	snprintf(t->comm, sizeof(t->comm), "%s", st->comm);
+	t->pagemap_fd = tb_proc_open(pid, "pagemap", O_RDONLY);
+	if (t->pagemap_fd < 0) {
+		snprintf(err, len, "pid %d (%s): cannot open its pagemap: %s", (int)pid, st->comm,
+			 strerror(-t->pagemap_fd));
+		return t->pagemap_fd;
+	}
+	return 0;
+}
+
+void tb_target_close(struct tb_target *t)
+{
+	if (t->pagemap_fd > 0)
+		close(t->pagemap_fd);
+	free(t->chunks);
+	t->chunks = NULL;
+	t->nr_chunks = t->cap_chunks = 0;
+	t->pagemap_fd = -1;
+}
+
+bool tb_target_alive(const struct tb_target *t)
+{
+	struct tb_proc_stat st;
+	return !t->dead && tb_proc_stat(t->pid, &st) == 0 && st.starttime == t->starttime && st.state != 'Z';
+}
+
+static bool managed(const struct tb_vma *v)
+{
+	return v->anon && v->private && v->writable && v->readable;
+}
+
+int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n)
+{
+	struct tb_vma *v;
+	size_t nv;
+	*out = NULL;
+	*n = 0;
+	int rc = tb_maps_read(t->pid, &v, &nv);
+	if (rc)
+		return rc == -ENOENT ? -ESRCH : rc;
+	size_t cap = 0;
+	for (size_t i = 0; i < nv && !rc; i++) {
+		if (!managed(&v[i]))
+			continue;
+		for (uintptr_t a = v[i].start & ~(TB_CHUNK_BYTES - 1); a < v[i].end; a += TB_CHUNK_BYTES) {
+			/* maps are sorted, so a stretch shared by two mappings is the last one */
+			if (!*n || (*out)[*n - 1].base != a) {
+				if (*n == cap) {
+					cap = cap ? 2 * cap : 64;
+					struct tb_tchunk *nc = realloc(*out, cap * sizeof(*nc));
+					if (!nc) {
+						rc = -ENOMEM;
+						break;
+					}
+					*out = nc;
+				}
+				(*out)[*n] = (struct tb_tchunk){.base = a, .chunk = UINT32_MAX};
+				(*n)++;
+			}
+			struct tb_tchunk *c = &(*out)[*n - 1];
+			uintptr_t lo = v[i].start > a ? v[i].start : a;
+			uintptr_t hi = v[i].end < a + TB_CHUNK_BYTES ? v[i].end : a + TB_CHUNK_BYTES;
+			for (uintptr_t p = (lo - a) >> 12; p < (hi - a) >> 12; p++)
+				c->elig[p / 64] |= 1ull << (p % 64);
+		}
+	}
+	free(v);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+struct tb_tchunk *tb_target_find(struct tb_target *t, uintptr_t base)
+{
+	size_t lo = 0, hi = t->nr_chunks;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->chunks[mid].base < base)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nr_chunks && t->chunks[lo].base == base ? &t->chunks[lo] : NULL;
+}

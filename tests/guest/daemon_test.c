@@ -1,0 +1,404 @@
+/* Runs in the guest: tierbal run against real processes (guest_hotcold).
+ * 2 promotion with demotion (and a control without tierbal), 3 integrity,
+ * 4 errors and signals, 5 --dry-run; each check prints ok/FAIL. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mover.h"
+
+#define SOCK "/tmp/tierbal-test.sock"
+
+static int pass, fail;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%s ", ok ? "ok  " : "FAIL");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+	ok ? pass++ : fail++;
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* waits until ms have passed on the clock (an observation period, not a synchronisation) */
+static void wait_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+struct prog {
+	pid_t pid;
+	FILE *out;     /* its stdout, when piped */
+	uintptr_t cold, hot;
+	size_t ncold, nhot;
+	void **cold_pages, **hot_pages;
+};
+
+static pid_t spawn(char *const argv[], int out_fd, const char *err_path, uid_t uid)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		if (err_path) {
+			int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			dup2(fd, 2);
+			if (out_fd < 0)
+				dup2(fd, 1);
+		}
+		if (uid && (setgid(uid) || setuid(uid)))
+			_exit(126);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_mb)
+{
+	int fds[2];
+	if (pipe(fds))
+		return -1;
+	char *argv[] = {"guest_hotcold", (char *)leave_mb, (char *)hot_mb, NULL};
+	memset(p, 0, sizeof(*p));
+	p->pid = spawn(argv, fds[1], NULL, 0);
+	close(fds[1]);
+	p->out = fdopen(fds[0], "r");
+	char line[256];
+	int pid;
+	if (!p->out || !fgets(line, sizeof(line), p->out) ||
+	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu", &pid, &p->cold, &p->ncold, &p->hot, &p->nhot) != 5)
+		return -1;
+	p->cold_pages = malloc(p->ncold * sizeof(void *));
+	p->hot_pages = malloc(p->nhot * sizeof(void *));
+	for (size_t i = 0; i < p->ncold; i++)
+		p->cold_pages[i] = (void *)(p->cold + i * 4096);
+	for (size_t i = 0; i < p->nhot; i++)
+		p->hot_pages[i] = (void *)(p->hot + i * 4096);
+	return 0;
+}
+
+static size_t on_node(pid_t pid, void **pages, size_t n, int node)
+{
+	int *st = malloc(n * sizeof(*st));
+	size_t c = 0;
+	if (st && tb_mover_query(pid, pages, n, st) == 0)
+		for (size_t i = 0; i < n; i++)
+			c += st[i] == node;
+	free(st);
+	return c;
+}
+
+/* SIGUSR1: the program checks every page and exits; returns its mismatches (or -1) */
+static long finish_hotcold(struct prog *p)
+{
+	kill(p->pid, SIGUSR1);
+	char line[256];
+	long bad = -1;
+	size_t pages;
+	if (fgets(line, sizeof(line), p->out))
+		sscanf(line, "verify: %zu pages, %ld mismatches", &pages, &bad);
+	int st;
+	waitpid(p->pid, &st, 0);
+	fclose(p->out);
+	free(p->cold_pages);
+	free(p->hot_pages);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? bad : (bad > 0 ? bad : -1);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	char *buf = calloc(1, 1 << 20);
+	size_t n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* runs a command to completion; returns its exit status, output in *out */
+static int run(char *const argv[], char **out, uid_t uid)
+{
+	pid_t pid = spawn(argv, -1, "/tmp/run.out", uid);
+	int st;
+	waitpid(pid, &st, 0);
+	*out = slurp("/tmp/run.out");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static long long stat_value(const char *name)
+{
+	char *out;
+	char *argv[] = {"tierbal", "stat", "--socket", SOCK, NULL};
+	if (run(argv, &out, 0)) {
+		free(out);
+		return -1;
+	}
+	long long v = -1;
+	size_t nl = strlen(name);
+	for (char *l = out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, name, nl) && l[nl] == ' ')
+			v = atoll(l + nl + 1);
+	free(out);
+	return v;
+}
+
+/* polls the daemon's counter until it reaches want, up to timeout_ms */
+static long long wait_stat(const char *name, long long want, unsigned timeout_ms)
+{
+	uint64_t end = ms_now() + timeout_ms;
+	long long v;
+	while ((v = stat_value(name)) < want && ms_now() < end)
+		wait_ms(200);
+	return v;
+}
+
+static bool alive(pid_t pid)
+{
+	return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+static int stop_daemon(pid_t d, unsigned *took_ms)
+{
+	uint64_t t0 = ms_now();
+	kill(d, SIGTERM);
+	int st;
+	waitpid(d, &st, 0);
+	*took_ms = (unsigned)(ms_now() - t0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+static const char *config = "[daemon]\nsample_ms = 200\nrefresh_ms = 500\nsocket = " SOCK "\n";
+
+static void test_promotion(void)
+{
+	struct prog p;
+	if (start_hotcold(&p, "40", "64")) {
+		check(0, "guest_hotcold started");
+		return;
+	}
+	size_t hot0 = on_node(p.pid, p.hot_pages, p.nhot, 0);
+	check(hot0 == 0, "hot set starts on node 1 (%zu of %zu pages on node 0)", hot0, p.nhot);
+	check(on_node(p.pid, p.cold_pages, p.ncold, 0) == p.ncold, "cold pages start on node 0 (%zu pages)", p.ncold);
+	/* control: 10 s without tierbal, the hot set stays where it is */
+	size_t most = 0;
+	for (int s = 0; s < 10; s++) {
+		wait_ms(1000);
+		size_t h = on_node(p.pid, p.hot_pages, p.nhot, 0);
+		most = h > most ? h : most;
+	}
+	check(most == 0, "control, no tierbal: no hot page reached node 0 in 10 s (%zu)", most);
+
+	write_file("/tmp/tb.ini", config);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", NULL};
+	uint64_t t0 = ms_now();
+	pid_t d = spawn(argv, -1, "/tmp/tb-run.log", 0);
+	double frac = 0;
+	unsigned secs = 0;
+	while (ms_now() - t0 < 60000) {
+		wait_ms(1000);
+		frac = (double)on_node(p.pid, p.hot_pages, p.nhot, 0) / (double)p.nhot;
+		secs = (unsigned)((ms_now() - t0) / 1000);
+		if (frac >= 0.9 || !alive(d))
+			break;
+	}
+	check(frac >= 0.9, "under tierbal run: %.1f%% of the hot set on node 0 after %u s (goal >= 90%% within 60 s)",
+	      100 * frac, secs);
+	size_t demoted = p.ncold - on_node(p.pid, p.cold_pages, p.ncold, 0);
+	check(demoted > 0, "cold pages demoted to make room: %zu", demoted);
+	long long promoted = stat_value("pgpromote_success"), dem = stat_value("pgdemote_kswapd");
+	check(promoted >= (long long)(0.9 * (double)p.nhot), "tierbal stat: pgpromote_success %lld", promoted);
+	check(dem > 0 && dem >= (long long)demoted, "tierbal stat: pgdemote_kswapd %lld (>= %zu cold pages off node 0)",
+	      dem, demoted);
+	char *out;
+	char *js[] = {"tierbal", "stat", "--json", "--socket", SOCK, NULL};
+	int rc = run(js, &out, 0);
+	check(rc == 0 && strstr(out, "\"pgpromote_success\": ") && strstr(out, "\"sampler\": \"softdirty\""),
+	      "tierbal stat --json: counters and the sampler");
+	free(out);
+	char *pr[] = {"tierbal", "stat", "--prometheus", "--socket", SOCK, NULL};
+	rc = run(pr, &out, 0);
+	check(rc == 0 && strstr(out, "# TYPE tierbal_pgdemote_kswapd counter\ntierbal_pgdemote_kswapd "),
+	      "tierbal stat --prometheus");
+	free(out);
+	char *st[] = {"tierbal", "stat", "--socket", SOCK, NULL};
+	rc = run(st, &out, 65534);
+	check(rc == 1 && strstr(out, "permission denied"), "an unprivileged user cannot read the counters: %s", out);
+	free(out);
+	unsigned took;
+	rc = stop_daemon(d, &took);
+	check(rc == 0 && took < 1000, "SIGTERM: exit status %d after %u ms (goal < 1000 ms)", rc, took);
+	out = slurp("/tmp/tb-run.log");
+	check(strstr(out, "sampler: soft-dirty") != NULL, "the daemon says which sampler and why");
+	check(access(SOCK, F_OK) != 0, "the control socket is removed at exit");
+	free(out);
+	long bad = finish_hotcold(&p);
+	check(bad == 0, "integrity: %ld mismatching pages of %zu after migration under writes", bad, p.ncold + p.nhot);
+}
+
+static void test_errors(void)
+{
+	char *out;
+	char *nopid[] = {"tierbal", "run", "--pid", "999999", "--once", "--socket", SOCK, NULL};
+	int rc = run(nopid, &out, 0);
+	check(rc == 1 && strstr(out, "pid 999999: no such process"), "a pid that does not exist: status %d", rc);
+	free(out);
+	char *kthread[] = {"tierbal", "run", "--pid", "2", "--once", "--socket", SOCK, NULL};
+	rc = run(kthread, &out, 0);
+	check(rc == 1 && strstr(out, "kernel thread"), "a kernel thread is refused: status %d", rc);
+	free(out);
+	char *cg[] = {"tierbal", "run", "--cgroup", "/sys/fs/cgroup/no-such-group", "--socket", SOCK, NULL};
+	rc = run(cg, &out, 0);
+	check(rc == 1 && strstr(out, "cannot read its cgroup.procs"), "an unreadable cgroup: status %d", rc);
+	free(out);
+	write_file("/tmp/garbage.ini", "[daemon]\nsample_ms = fast\n");
+	char *bad[] = {"tierbal", "run", "--pid", "1", "--config", "/tmp/garbage.ini", NULL};
+	rc = run(bad, &out, 0);
+	check(rc == 2 && strstr(out, "/tmp/garbage.ini:2: [daemon] sample_ms"), "a garbage config: status %d: %s", rc,
+	      out);
+	free(out);
+	write_file("/tmp/garbage.ini", "\x7f" "ELF\x01\x02 binary junk\n[[[\n");
+	rc = run(bad, &out, 0);
+	check(rc == 2, "a binary config: status %d", rc);
+	free(out);
+
+	struct prog a, b;
+	if (start_hotcold(&a, "-8", "8") || start_hotcold(&b, "-8", "8")) {
+		check(0, "two small guest_hotcold started");
+		return;
+	}
+	/* itself, and a process it may not touch (as nobody) */
+	char pa[16], pb[16];
+	snprintf(pa, sizeof(pa), "%d", (int)a.pid);
+	snprintf(pb, sizeof(pb), "%d", (int)b.pid);
+	char *asnobody[] = {"tierbal", "run", "--pid", pa, "--once", "--socket", "/tmp/nobody.sock", NULL};
+	rc = run(asnobody, &out, 65534);
+	check(rc == 1 && strstr(out, "no permission"), "a process of another user is refused: status %d", rc);
+	free(out);
+	pid_t me = fork();
+	if (me == 0) {
+		char self[16];
+		snprintf(self, sizeof(self), "%d", (int)getpid());
+		int fd = open("/tmp/self.out", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		execlp("tierbal", "tierbal", "run", "--pid", self, "--once", "--socket", SOCK, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	waitpid(me, &st, 0);
+	out = slurp("/tmp/self.out");
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(out, "tierbal itself"), "tierbal refuses itself");
+	free(out);
+
+	write_file("/tmp/tb.ini", config);
+	char *argv[] = {"tierbal", "run", "--pid", pa, "--pid", pb, "--config", "/tmp/tb.ini", NULL};
+	pid_t d = spawn(argv, -1, "/tmp/tb-errors.log", 0);
+	check(wait_stat("targets", 2, 20000) == 2, "two targets managed");
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, NULL, 0);
+	fclose(a.out);
+	uint64_t t0 = ms_now();
+	while (stat_value("targets") != 1 && ms_now() - t0 < 10000)
+		wait_ms(200);
+	check(stat_value("targets") == 1 && alive(d), "a target that exits is dropped, the daemon goes on");
+	/* SIGHUP: garbage is rejected and the old configuration kept, a good one is taken */
+	write_file("/tmp/tb.ini", "[daemon]\nsample_ms = 200\npolicy = nonsense\n");
+	kill(d, SIGHUP);
+	check(wait_stat("config_rejected", 1, 10000) == 1 && alive(d), "SIGHUP with a bad config: rejected, still running");
+	rc = run((char *[]){"tierbal", "stat", "--socket", SOCK, NULL}, &out, 0);
+	check(rc == 0 && strstr(out, "policy hot-threshold\n"), "the old policy is kept");
+	free(out);
+	char good[256];
+	snprintf(good, sizeof(good), "%s[knobs]\nnuma_balancing_hot_threshold_ms = 500\n[daemon]\npolicy = always\n", config);
+	write_file("/tmp/tb.ini", good);
+	kill(d, SIGHUP);
+	check(wait_stat("config_reloads", 1, 10000) == 1, "SIGHUP with a good config: reloaded");
+	rc = run((char *[]){"tierbal", "stat", "--socket", SOCK, NULL}, &out, 0);
+	check(rc == 0 && strstr(out, "policy always\n"), "the new policy is in force");
+	free(out);
+	/* the last target exits: the daemon ends by itself */
+	kill(b.pid, SIGKILL);
+	waitpid(b.pid, NULL, 0);
+	fclose(b.out);
+	t0 = ms_now();
+	while (alive(d) && ms_now() - t0 < 10000)
+		wait_ms(100);
+	check(!alive(d), "the daemon stops when its last target has exited");
+	out = slurp("/tmp/tb-errors.log");
+	check(strstr(out, "exited; no longer managed") && strstr(out, "every target has exited"),
+	      "the log tells which target exited, and why the daemon stopped");
+	free(out);
+	free(a.cold_pages);
+	free(a.hot_pages);
+	free(b.cold_pages);
+	free(b.hot_pages);
+}
+
+static void test_dry_run(void)
+{
+	struct prog p;
+	if (start_hotcold(&p, "40", "32")) {
+		check(0, "guest_hotcold started");
+		return;
+	}
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
+	write_file("/tmp/tb.ini", config);
+	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", "--dry-run", "--duration", "8", NULL};
+	char *out;
+	int rc = run(argv, &out, 0);
+	size_t hot0 = on_node(p.pid, p.hot_pages, p.nhot, 0), cold1 = on_node(p.pid, p.cold_pages, p.ncold, 1);
+	check(rc == 0 && strstr(out, "dry run: would promote"), "--dry-run prints what it would promote");
+	check(strstr(out, "dry run: would demote") != NULL, "--dry-run prints what it would demote");
+	check(hot0 == 0 && cold1 == 0, "--dry-run moved nothing (%zu hot pages on node 0, %zu cold on node 1)", hot0,
+	      cold1);
+	free(out);
+	check(finish_hotcold(&p) == 0, "integrity after the dry run");
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : "";
+	signal(SIGPIPE, SIG_IGN);
+	if (!*only || !strcmp(only, "promotion"))
+		test_promotion();
+	if (!*only || !strcmp(only, "errors"))
+		test_errors();
+	if (!*only || !strcmp(only, "dry-run"))
+		test_dry_run();
+	printf("daemon: %d passed, %d failed\n", pass, fail);
+	return fail != 0;
+}

@@ -1,0 +1,111 @@
+/* The managed program of the live tests. It fills node 0 with cold pages
+ * (leaving LEAVE_MB free there), puts HOT_MB of hot pages on node 1 and keeps
+ * writing them. Every page carries a checksum; on SIGUSR1 it stops, checks
+ * every page and exits 0 only if none is wrong.
+ * usage: guest_hotcold LEAVE_MB HOT_MB   (LEAVE_MB = -N: exactly N MiB of cold pages)
+ * prints: "ready PID cold ADDR PAGES hot ADDR PAGES", then on SIGUSR1 "verify: ..." */
+#include <numa.h>
+#include <numaif.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PAGE 4096u
+#define WORDS (PAGE / 8)
+
+static volatile sig_atomic_t stop;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static uint64_t fill(size_t page, size_t word)
+{
+	return (page * 0x9e3779b97f4a7c15ull) ^ (word + 1);
+}
+
+/* word 0: generation, word 1: its checksum, the rest: a fixed pattern */
+static uint64_t sum(size_t page, uint64_t gen)
+{
+	return (gen * 0xff51afd7ed558ccdull) ^ (page + 0x5bd1e995u);
+}
+
+static char *area(size_t pages, int node, size_t first)
+{
+	char *p = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, pages * PAGE, MADV_NOHUGEPAGE); /* 4 KiB pages: placement is per page */
+	unsigned long mask = 1ul << node;
+	if (mbind(p, pages * PAGE, MPOL_BIND, &mask, sizeof(mask) * 8, 0))
+		return NULL;
+	for (size_t i = 0; i < pages; i++) {
+		uint64_t *w = (uint64_t *)(p + i * PAGE);
+		w[0] = 0;
+		w[1] = sum(first + i, 0);
+		for (size_t k = 2; k < WORDS; k++)
+			w[k] = fill(first + i, k);
+	}
+	/* later moves are tierbal's business: no policy pins the pages any more */
+	mbind(p, pages * PAGE, MPOL_DEFAULT, NULL, 0, 0);
+	return p;
+}
+
+static size_t check(char *p, size_t pages, size_t first, const uint64_t *gen)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < pages; i++) {
+		const uint64_t *w = (const uint64_t *)(p + i * PAGE);
+		uint64_t g = gen ? gen[i] : 0;
+		int wrong = w[0] != g || w[1] != sum(first + i, g);
+		for (size_t k = 2; k < WORDS && !wrong; k++)
+			wrong = w[k] != fill(first + i, k);
+		bad += wrong;
+	}
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 || numa_available() < 0 || numa_max_node() < 1) {
+		fprintf(stderr, "usage: guest_hotcold LEAVE_MB HOT_MB (on a machine with two nodes)\n");
+		return 2;
+	}
+	long leave = atol(argv[1]), hot_mb = atol(argv[2]);
+	long long free0 = 0;
+	numa_node_size64(0, &free0);
+	long long cold_b = leave < 0 ? -leave * (1ll << 20) : free0 - leave * (1ll << 20);
+	if (cold_b < (long long)PAGE)
+		cold_b = PAGE;
+	size_t ncold = (size_t)cold_b / PAGE, nhot = (size_t)hot_mb * (1u << 20) / PAGE;
+	signal(SIGUSR1, on_usr1);
+	uint64_t *gen = calloc(nhot, sizeof(*gen));
+	char *cold = area(ncold, 0, 0);
+	char *hot = cold && gen ? area(nhot, 1, ncold) : NULL;
+	if (!hot) {
+		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold, nhot);
+		return 2;
+	}
+	printf("ready %d cold %lx %zu hot %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold, (unsigned long)hot,
+	       nhot);
+	fflush(stdout);
+	while (!stop) {
+		for (size_t i = 0; i < nhot && !stop; i++) {
+			uint64_t *w = (uint64_t *)(hot + i * PAGE);
+			uint64_t g = gen[i] + 1;
+			w[0] = g;
+			w[1] = sum(ncold + i, g);
+			gen[i] = g;
+		}
+	}
+	size_t bad = check(cold, ncold, 0, NULL) + check(hot, nhot, ncold, gen);
+	printf("verify: %zu pages, %zu mismatches\n", ncold + nhot, bad);
+	fflush(stdout);
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,372 @@
+/* The daemon's parts that need no second NUMA node: configuration, /proc
+ * parsing, the id map, memory stretches, the control socket, and the DAMON
+ * sampler's sysfs protocol against a fake sysfs tree. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "ctl.h"
+#include "dconfig.h"
+#include "idmap.h"
+#include "procfs.h"
+#include "target.h"
+
+static void test_config(void **state)
+{
+	(void)state;
+	struct tb_dconfig c;
+	char err[512];
+	tb_dconfig_default(&c);
+	assert_int_equal(c.knobs.demote_scale_factor, 200);
+	assert_int_equal(c.sample_ms, 200);
+	const char *good = "[daemon]\npolicy = adaptive\nsampler = softdirty\nsample_ms = 50\n"
+			   "socket = /tmp/s.sock\n[targets]\npid = 42\ncgroup = /sys/fs/cgroup/app\n"
+			   "[knobs]\nnuma_balancing_hot_threshold_ms = 300\n[node 1]\ntier = 2\n";
+	assert_int_equal(tb_dconfig_parse(&c, "good.ini", good, err, sizeof(err)), 0);
+	assert_int_equal(c.policy, TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ADAPTIVE);
+	assert_int_equal(c.sampler, TB_SAMPLER_SOFTDIRTY);
+	assert_int_equal(c.sample_ms, 50);
+	assert_string_equal(c.socket, "/tmp/s.sock");
+	assert_int_equal(c.nr_pids, 1);
+	assert_int_equal(c.pids[0], 42);
+	assert_string_equal(c.cgroup, "/sys/fs/cgroup/app");
+	assert_int_equal(c.knobs.hot_threshold_ms, 300);
+	assert_int_equal(c.tier_override[1], 2);
+	assert_int_equal(c.tier_override[0], -1);
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{"[daemon]\nsample_ms = fast\n", "bad.ini:2: [daemon] sample_ms: 'fast' is not a whole number"},
+		{"[daemon]\npolicy = nonsense\n", "bad.ini:2: [daemon] policy: unknown policy 'nonsense'"},
+		{"[daemon]\nsocket = relative\n", "bad.ini:2: [daemon] socket: 'relative' is not an absolute path"},
+		{"[knobs]\nno_such_knob = 1\n", "bad.ini:2: [knobs] no_such_knob: "},
+		{"[node x]\ntier = 1\n", "bad.ini:2: [node x]: 'x' is not a node number"},
+		{"[elsewhere]\na = 1\n", "bad.ini:2: [elsewhere]: unknown section"},
+		{"just text\n", "bad.ini:1: not an INI line"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tb_dconfig before = c;
+		assert_int_equal(tb_dconfig_parse(&c, "bad.ini", bad[i].text, err, sizeof(err)), -EINVAL);
+		if (strncmp(err, bad[i].msg, strlen(bad[i].msg)))
+			fail_msg("'%s' gave '%s', expected '%s...'", bad[i].text, err, bad[i].msg);
+		assert_memory_equal(&before, &c, sizeof(c)); /* a rejected file changes nothing */
+	}
+}
+
+static void test_proc_stat(void **state)
+{
+	(void)state;
+	struct tb_proc_stat st;
+	/* a comm with spaces and a parenthesis, then fields 3.. */
+	const char *line = "1234 (my (odd) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 "
+			   "987654 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+	assert_int_equal(tb_proc_stat_parse(line, &st), 0);
+	assert_string_equal(st.comm, "my (odd) prog");
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.ppid, 1);
+	assert_int_equal(st.starttime, 987654);
+	assert_int_equal(st.processor, 1);
+	assert_false(st.kernel_thread);
+	const char *kt = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 "
+			 "18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 0 0 0 0 0 0\n";
+	assert_int_equal(tb_proc_stat_parse(kt, &st), 0);
+	assert_true(st.kernel_thread);
+	assert_int_equal(tb_proc_stat_parse("1 (short) S 1 2\n", &st), -EINVAL);
+	assert_int_equal(tb_proc_stat_parse("no parens at all", &st), -EINVAL);
+	assert_int_equal(tb_proc_stat(getpid(), &st), 0);
+	assert_false(st.kernel_thread);
+	assert_int_equal(tb_proc_stat(4194304 + 1, &st), -ESRCH);
+}
+
+static void test_target_checks(void **state)
+{
+	(void)state;
+	struct tb_proc_stat st;
+	char err[256];
+	assert_int_equal(tb_target_check(getpid(), &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tierbal itself"));
+	assert_int_equal(tb_target_check(4194304 + 1, &st, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "no such process"));
+	assert_int_equal(tb_target_check(0, &st, err, sizeof(err)), -EINVAL);
+	pid_t child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(tb_target_check(child, &st, err, sizeof(err)), 0);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+static void test_cgroup_pids(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/tb-cg-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "w");
+	fputs("12\n345\n6789\n", f);
+	fclose(f);
+	pid_t *v;
+	size_t n;
+	assert_int_equal(tb_cgroup_pids(dir, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[2], 6789);
+	free(v);
+	unlink(path);
+	rmdir(dir);
+	assert_int_equal(tb_cgroup_pids(dir, &v, &n), -ENOENT);
+}
+
+static void test_idmap(void **state)
+{
+	(void)state;
+	struct tb_idmap m;
+	assert_int_equal(tb_idmap_init(&m, 2, 3), 0);
+	uint32_t c[4];
+	assert_int_equal(tb_idmap_get(&m, 1, 7, 0x200000, &c[0]), 0);
+	assert_int_equal(c[0], 3); /* pool 1 holds chunks 3..5, lowest first */
+	assert_int_equal(tb_idmap_get(&m, 1, 7, 0x400000, &c[1]), 0);
+	assert_int_equal(tb_idmap_get(&m, 1, 8, 0x600000, &c[2]), 0);
+	assert_int_equal(tb_idmap_get(&m, 1, 8, 0x800000, &c[3]), -ENOSPC);
+	uint32_t page = tb_idmap_page(c[1], 5);
+	assert_true(tb_idmap_addr(&m, page) == 0x400000 + 5 * 4096);
+	assert_int_equal(m.owner[c[2]], 8);
+	tb_idmap_put(&m, c[1]);
+	assert_int_equal(m.owner[c[1]], TB_NO_OWNER);
+	assert_int_equal(tb_idmap_get(&m, 1, 9, 0xa00000, &c[3]), 0);
+	assert_int_equal(c[3], c[1]); /* reused */
+	assert_int_equal(tb_idmap_get(&m, 2, 9, 0, &c[3]), -EINVAL);
+	tb_idmap_destroy(&m);
+}
+
+static void test_stretches(void **state)
+{
+	(void)state;
+	/* 3 pages of anonymous memory starting 1 page into a 2 MiB stretch */
+	char *big = mmap(NULL, 3 * TB_CHUNK_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(big != MAP_FAILED);
+	uintptr_t base = ((uintptr_t)big + TB_CHUNK_BYTES - 1) & ~(TB_CHUNK_BYTES - 1);
+	char *p = mmap((void *)(base + 4096), 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		       -1, 0);
+	assert_true(p == (char *)(base + 4096));
+	struct tb_target t = {.pid = getpid(), .pagemap_fd = -1};
+	struct tb_tchunk *s;
+	size_t n;
+	assert_int_equal(tb_target_stretches(&t, &s, &n), 0);
+	const struct tb_tchunk *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			assert_true(s[i].base > s[i - 1].base);
+		if (s[i].base == base)
+			found = &s[i];
+	}
+	assert_non_null(found);
+	assert_true(found->elig[0] == 0xeull); /* pages 1, 2, 3 */
+	for (int w = 1; w < 8; w++)
+		assert_true(found->elig[w] == 0);
+	free(s);
+	munmap(big, 3 * TB_CHUNK_BYTES);
+}
+
+static size_t fake_report(void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	return (size_t)snprintf(buf, len, "pgpromote_success 7\nsampler softdirty\n");
+}
+
+static void test_ctl(void **state)
+{
+	(void)state;
+	char path[64], err[256];
+	snprintf(path, sizeof(path), "/tmp/tb-ctl-%d.sock", (int)getpid());
+	int lfd = tb_ctl_listen(path, err, sizeof(err));
+	assert_true(lfd >= 0);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(tb_ctl_listen(path, err, sizeof(err)), -EADDRINUSE);
+	assert_non_null(strstr(err, "another tierbal daemon"));
+	int probe = tb_ctl_accept(lfd); /* that check connected once: its hung-up connection is first in line */
+	assert_true(probe >= 0);
+	struct tb_ctl_client pc = {.fd = probe};
+	assert_int_equal(tb_ctl_handle(&pc, fake_report, NULL), 1);
+	for (int round = 0; round < 2; round++) {
+		pid_t c = fork();
+		if (c == 0) {
+			char *ans = NULL, e[256];
+			int rc = tb_ctl_request(path, round ? "bogus" : "stat", &ans, e, sizeof(e));
+			int ok = round ? rc == -EPERM && strstr(e, "unknown request") : rc == 0 &&
+				 !strcmp(ans, "pgpromote_success 7\nsampler softdirty\n");
+			if (!ok)
+				fprintf(stderr, "round %d: rc %d, err '%s', answer '%s'\n", round, rc, e, ans ? ans : "");
+			_exit(ok ? 0 : 1);
+		}
+		/* the client's connection waits in the backlog until served */
+		fd_set rd;
+		FD_ZERO(&rd);
+		FD_SET(lfd, &rd);
+		assert_true(select(lfd + 1, &rd, NULL, NULL, NULL) == 1);
+		int fd = tb_ctl_accept(lfd);
+		assert_true(fd >= 0);
+		fd_set cr;
+		FD_ZERO(&cr);
+		FD_SET(fd, &cr);
+		assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1);
+		struct tb_ctl_client cc = {.fd = fd};
+		int done;
+		while (!(done = tb_ctl_handle(&cc, fake_report, NULL)))
+			assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1); /* the rest of the line */
+		assert_int_equal(done, 1);
+		int st;
+		waitpid(c, &st, 0);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	close(lfd);
+	/* a stale socket (nobody listening) is replaced */
+	lfd = tb_ctl_listen(path, err, sizeof(err));
+	assert_true(lfd >= 0);
+	close(lfd);
+	unlink(path);
+	char *ans;
+	assert_int_equal(tb_ctl_request(path, "stat", &ans, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no tierbal daemon"));
+}
+
+/* ---- DAMON against a fake sysfs tree ---- */
+
+static char root[64];
+
+static void mkfile(const char *rel, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sys/kernel/mm/damon/admin/kdamonds/%s", root, rel);
+	for (char *s = p + strlen(root) + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *readrel(const char *rel)
+{
+	static char buf[128];
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sys/kernel/mm/damon/admin/kdamonds/%s", root, rel);
+	FILE *f = fopen(p, "r");
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+static void fake_tree(bool tried, const char *state)
+{
+	snprintf(root, sizeof(root), "/tmp/tb-damon-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	mkfile("nr_kdamonds", "1\n");
+	mkfile("0/state", state);
+	mkfile("0/contexts/nr_contexts", "1\n");
+	mkfile("0/contexts/0/avail_operations", "vaddr\nfvaddr\npaddr\n");
+	mkfile("0/contexts/0/schemes/nr_schemes", "1\n");
+	/* the files a kdamond directory has, which the sampler writes */
+	static const char *const files[] = {
+		"0/contexts/0/operations", "0/contexts/0/monitoring_attrs/intervals/sample_us",
+		"0/contexts/0/monitoring_attrs/intervals/aggr_us", "0/contexts/0/monitoring_attrs/intervals/update_us",
+		"0/contexts/0/monitoring_attrs/nr_regions/min", "0/contexts/0/monitoring_attrs/nr_regions/max",
+		"0/contexts/0/targets/nr_targets", "0/contexts/0/targets/0/pid_target", "0/contexts/0/schemes/0/action",
+		"0/contexts/0/schemes/0/access_pattern/sz/min", "0/contexts/0/schemes/0/access_pattern/sz/max",
+		"0/contexts/0/schemes/0/access_pattern/nr_accesses/min",
+		"0/contexts/0/schemes/0/access_pattern/nr_accesses/max",
+		"0/contexts/0/schemes/0/access_pattern/age/min", "0/contexts/0/schemes/0/access_pattern/age/max",
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		mkfile(files[i], "");
+	if (tried) {
+		mkfile("0/contexts/0/schemes/0/tried_regions/total_bytes", "0\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/0/start", "4096\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/0/end", "16384\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/0/nr_accesses", "5\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/1/start", "16384\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/1/end", "32768\n");
+		mkfile("0/contexts/0/schemes/0/tried_regions/1/nr_accesses", "0\n");
+	}
+}
+
+static void rm_tree(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_damon_sysfs(void **state)
+{
+	(void)state;
+	struct tb_access a;
+	char why[512];
+	fake_tree(false, "off\n");
+	assert_int_equal(tb_access_damon_open(&a, root, why, sizeof(why)), -ENOTSUP);
+	assert_non_null(strstr(why, "tried_regions"));
+	rm_tree();
+	fake_tree(true, "on\n");
+	assert_int_equal(tb_access_damon_open(&a, root, why, sizeof(why)), -EBUSY);
+	assert_non_null(strstr(why, "already running"));
+	rm_tree();
+	fake_tree(true, "off\n");
+	assert_int_equal(tb_access_damon_open(&a, root, why, sizeof(why)), 0);
+	assert_string_equal(a.ops->name, "damon");
+	assert_int_equal(a.ops->attach(a.ctx, 4321), 0);
+	assert_string_equal(readrel("0/contexts/0/operations"), "vaddr");
+	assert_string_equal(readrel("0/contexts/0/targets/0/pid_target"), "4321");
+	assert_string_equal(readrel("0/contexts/0/schemes/0/action"), "stat");
+	assert_string_equal(readrel("0/state"), "on");
+	assert_int_equal(a.ops->round_begin(a.ctx), 0);
+	assert_string_equal(readrel("0/state"), "update_schemes_tried_regions");
+	uint8_t acc[8];
+	a.ops->mark(a.ctx, 4321, 0, 8, NULL, acc);
+	/* page 0: no region; 1-3: accessed region; 4-7: idle region */
+	static const uint8_t want[8] = {0, TB_ACC_READ, TB_ACC_READ, TB_ACC_READ, 0, 0, 0, 0};
+	assert_memory_equal(acc, want, 8);
+	a.ops->mark(a.ctx, 999, 0, 8, NULL, acc); /* a pid it does not watch: nothing */
+	assert_memory_equal(acc, (uint8_t[8]){0}, 8);
+	a.ops->detach(a.ctx, 4321);
+	assert_string_equal(readrel("nr_kdamonds"), "0");
+	a.ops->destroy(a.ctx);
+	rm_tree();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config),       cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_target_checks),
+		cmocka_unit_test(test_cgroup_pids),  cmocka_unit_test(test_idmap),     cmocka_unit_test(test_stretches),
+		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
