@@ -99,26 +99,16 @@ static size_t report(void *ctx, char *buf, size_t len)
 	return tb_live_report(((struct report_ctx *)ctx)->live, buf, len);
 }
 
-static uint64_t counter(struct tb_live *l, const char *name)
-{
-	char buf[8192];
-	size_t n = tb_live_report(l, buf, sizeof(buf));
-	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = '\0';
-	size_t nl = strlen(name);
-	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, name, nl) && p[nl] == ' ')
-			return strtoull(p + nl + 1, NULL, 10);
-	return 0;
-}
-
 static void status_line(struct tb_live *l, const char *when)
 {
+	const uint64_t *c = tb_engine_counters(tb_live_engine(l));
+	uint64_t managed = tb_live_pages_managed(l);
 	fprintf(stderr,
 		"tierbal: %s: %zu targets, %llu pages managed, promoted %llu, demoted %llu, hint faults %llu, "
 		"moves failed %llu\n",
-		when, tb_live_nr_targets(l), (unsigned long long)counter(l, "pages_managed"),
-		(unsigned long long)counter(l, "pgpromote_success"), (unsigned long long)counter(l, "pgdemote_kswapd"),
-		(unsigned long long)counter(l, "numa_hint_faults"), (unsigned long long)counter(l, "pgmigrate_fail"));
+		when, tb_live_nr_targets(l), (unsigned long long)managed, (unsigned long long)c[TB_C_pgpromote_success],
+		(unsigned long long)c[TB_C_pgdemote_kswapd], (unsigned long long)c[TB_C_numa_hint_faults],
+		(unsigned long long)c[TB_C_pgmigrate_fail]);
 }
 
 static void reload(const struct tb_run_opts *o, struct tb_dconfig *cur, struct tb_live *l)

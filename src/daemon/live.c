@@ -310,12 +310,13 @@ static void drop_target(struct tb_live *l, size_t slot, const char *why)
 		tb_idmap_put(&l->map, t->chunks[i].chunk);
 	}
 	l->acc.ops->detach(l->acc.ctx, t->pid);
-	if (why)
+	if (why) { /* NULL: it was never added, so it is not counted as dropped */
 		fprintf(l->log, "tierbal: pid %d (%s) %s; no longer managed\n", (int)t->pid, t->comm, why);
+		l->c[TB_L_targets_dropped]++;
+	}
 	tb_target_close(t);
 	free(t);
 	l->t[slot] = NULL;
-	l->c[TB_L_targets_dropped]++;
 }
 
 void tb_live_free(struct tb_live *l)
@@ -383,7 +384,6 @@ static int update_chunks(struct tb_live *l, size_t slot)
 	free(t->chunks);
 	t->chunks = want;
 	t->nr_chunks = k;
-	t->cap_chunks = n;
 	return 0;
 }
 
@@ -440,7 +440,6 @@ int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_
 	if (rc) {
 		snprintf(err, len, "pid %d (%s): cannot read its memory maps: %s", (int)pid, st.comm, strerror(-rc));
 		drop_target(l, slot, NULL);
-		l->c[TB_L_targets_dropped]--;
 		return rc;
 	}
 	l->c[TB_L_targets_added]++;
@@ -641,6 +640,22 @@ void tb_live_count(struct tb_live *l, enum tb_live_counter c)
 	l->c[c]++;
 }
 
+const struct tb_engine *tb_live_engine(const struct tb_live *l)
+{
+	return l->e;
+}
+
+uint64_t tb_live_pages_managed(const struct tb_live *l)
+{
+	uint64_t managed = 0;
+	for (unsigned i = 0; i < l->nr_nodes; i++) {
+		struct tb_node_info ni;
+		tb_engine_node_info(l->e, i, &ni);
+		managed += ni.used;
+	}
+	return managed;
+}
+
 size_t tb_live_nr_targets(const struct tb_live *l)
 {
 	size_t n = 0;
@@ -670,13 +685,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 	c[TB_L_move_gone] = l->ms.gone;
 	c[TB_L_move_other] = l->ms.other;
 	c[TB_L_targets] = tb_live_nr_targets(l);
-	uint64_t managed = 0;
-	for (unsigned i = 0; i < l->nr_nodes; i++) {
-		struct tb_node_info ni;
-		tb_engine_node_info(l->e, i, &ni);
-		managed += ni.used;
-	}
-	c[TB_L_pages_managed] = managed;
+	c[TB_L_pages_managed] = tb_live_pages_managed(l);
 	for (unsigned i = 0; i < TB_L_NR; i++)
 		EMIT("%s %llu\n", live_names[i], (unsigned long long)c[i]);
 	for (unsigned i = 0; i < l->nr_nodes; i++) {

@@ -52,6 +52,9 @@ void tb_live_reconfigure(struct tb_live *l, const struct tb_dconfig *dc);
 void tb_live_count(struct tb_live *l, enum tb_live_counter c);
 
 size_t tb_live_nr_targets(const struct tb_live *l);
+const struct tb_engine *tb_live_engine(const struct tb_live *l);
+/* Pages of the targets the engine holds, on all nodes. */
+uint64_t tb_live_pages_managed(const struct tb_live *l);
 /* "name value" lines: engine counters (vmstat names), then the daemon's,
  * then per-node figures. Returns the length written (truncated at len). */
 size_t tb_live_report(const struct tb_live *l, char *buf, size_t len);

@@ -75,7 +75,7 @@ void tb_target_close(struct tb_target *t)
 		close(t->pagemap_fd);
 	free(t->chunks);
 	t->chunks = NULL;
-	t->nr_chunks = t->cap_chunks = 0;
+	t->nr_chunks = 0;
 	t->pagemap_fd = -1;
 }
 

@@ -26,7 +26,7 @@ struct tb_target {
 	bool dead;          /* exited (or the pid was reused): drop at the next refresh */
 	int pagemap_fd;
 	struct tb_tchunk *chunks; /* sorted by base */
-	size_t nr_chunks, cap_chunks;
+	size_t nr_chunks;
 };
 
 /* Whether pid may be managed: not tierbal itself, not a kernel thread, and
