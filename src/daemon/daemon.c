@@ -180,6 +180,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		free(m);
 	}
 	/* refusals first: they are the user's business, the sampler is the machine's */
+	pid_t usable_pid[TB_DCFG_MAX_PIDS];
 	size_t usable = 0;
 	for (size_t i = 0; i < cfg.nr_pids; i++) {
 		struct tb_proc_stat st;
@@ -187,7 +188,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		if (tb_target_check(cfg.pids[i], &st, msg, sizeof(msg)))
 			fprintf(stderr, "tierbal run: %s\n", msg);
 		else
-			usable++;
+			usable_pid[usable++] = cfg.pids[i];
 	}
 	if (!usable && !cfg.cgroup[0]) {
 		fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
@@ -213,9 +214,9 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		return 1;
 	}
 	int rc = 0;
-	for (size_t i = 0; i < cfg.nr_pids; i++) {
+	for (size_t i = 0; i < usable; i++) { /* the refused ones were reported above */
 		char msg[512];
-		int r = tb_live_add(l, cfg.pids[i], false, msg, sizeof(msg));
+		int r = tb_live_add(l, usable_pid[i], false, msg, sizeof(msg));
 		if (r && r != -EEXIST)
 			fprintf(stderr, "tierbal run: %s\n", msg);
 	}
