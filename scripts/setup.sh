@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libcmocka-dev libnuma-dev python3 gnuplot-nox)
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libcmocka-dev libnuma-dev python3 gnuplot-nox
+	  xz-utils sqlite3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

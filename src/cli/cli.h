@@ -14,5 +14,6 @@ int cmd_sim(int argc, char **argv);
 int cmd_topology(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 
 #endif

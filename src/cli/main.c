@@ -11,6 +11,7 @@ static void usage(FILE *f)
 		   "commands:\n"
 		   "  sim      simulate a tiered machine and compare placement policies\n"
 		   "  run      move the pages of real processes between NUMA nodes (the daemon)\n"
+		   "  exec     run a program under tierbal, with hint faults from user space\n"
 		   "  stat     print a running daemon's counters\n"
 		   "  topology show this machine's NUMA nodes and memory tiers\n"
 		   "  help     show this text\n"
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
 		return cmd_sim(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "exec"))
+		return cmd_exec(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(cmd, "topology"))

@@ -38,6 +38,9 @@ struct tb_access {
 int tb_access_open(struct tb_access *a, const char *choice, char *why, size_t len);
 
 int tb_access_softdirty_open(struct tb_access *a, char *why, size_t len);
+/* Sees nothing: for tierbal exec where the kernel offers no sampler, so that
+ * the userfaultfd hint faults are the only signal. */
+int tb_access_none_open(struct tb_access *a, char *why, size_t len);
 int tb_access_damon_open(struct tb_access *a, const char *sysfs_root, char *why, size_t len);
 
 #endif

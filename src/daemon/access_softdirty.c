@@ -79,8 +79,10 @@ int tb_access_open(struct tb_access *a, const char *choice, char *why, size_t le
 		return tb_access_softdirty_open(a, why, len);
 	if (!strcmp(choice, "damon"))
 		return tb_access_damon_open(a, "", why, len);
+	if (!strcmp(choice, "none"))
+		return tb_access_none_open(a, why, len);
 	if (strcmp(choice, "auto")) {
-		snprintf(why, len, "unknown sampler '%s' (auto, damon or softdirty)", choice);
+		snprintf(why, len, "unknown sampler '%s' (auto, damon, softdirty or none)", choice);
 		return -EINVAL;
 	}
 	char dwhy[384];

@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "access.h"
 #include "ctl.h"
+#include "exec.h"
 #include "live.h"
 #include "procfs.h"
 #include "target.h"
@@ -34,11 +38,13 @@ int tb_run_config(const struct tb_run_opts *o, struct tb_dconfig *c, char *err, 
 		return -EINVAL;
 	}
 	if (o->sampler && tb_sampler_choice_parse(o->sampler, &c->sampler)) {
-		snprintf(err, len, "--sampler: '%s' is not auto, damon or softdirty", o->sampler);
+		snprintf(err, len, "--sampler: '%s' is not auto, damon, softdirty or none", o->sampler);
 		return -EINVAL;
 	}
 	if (o->dry_run)
 		c->dry_run = true;
+	if (o->sample_ms)
+		c->sample_ms = o->sample_ms;
 	if (o->socket)
 		snprintf(c->socket, sizeof(c->socket), "%s", o->socket);
 	for (size_t i = 0; i < o->nr_sets; i++) {
@@ -105,10 +111,10 @@ static void status_line(struct tb_live *l, const char *when)
 	uint64_t managed = tb_live_pages_managed(l);
 	fprintf(stderr,
 		"tierbal: %s: %zu targets, %llu pages managed, promoted %llu, demoted %llu, hint faults %llu, "
-		"moves failed %llu\n",
+		"moves failed %llu, rounds %llu\n",
 		when, tb_live_nr_targets(l), (unsigned long long)managed, (unsigned long long)c[TB_C_pgpromote_success],
 		(unsigned long long)c[TB_C_pgdemote_kswapd], (unsigned long long)c[TB_C_numa_hint_faults],
-		(unsigned long long)c[TB_C_pgmigrate_fail]);
+		(unsigned long long)c[TB_C_pgmigrate_fail], (unsigned long long)tb_live_counter(l, TB_L_sample_rounds));
 }
 
 static void reload(const struct tb_run_opts *o, struct tb_dconfig *cur, struct tb_live *l)
@@ -142,27 +148,196 @@ static void reload(const struct tb_run_opts *o, struct tb_dconfig *cur, struct t
 	fprintf(stderr, "tierbal: SIGHUP: configuration reloaded (policy %s)\n", tb_policy_name(cur->policy));
 }
 
-static int setup_signals(void)
+static int setup_signals(bool exec)
 {
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	if (exec) {
+		sigaddset(&set, SIGCHLD);
+		sigaddset(&set, SIGQUIT);
+	}
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client that hangs up must not kill the daemon */
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* tierbal exec's part of the daemon: the program, the runtime's socket */
+struct exec_state {
+	pid_t child;
+	int rtfd;
+	char rtname[108];
+	bool exited;
+	int status; /* wait status of the child */
+	int stderr_fd; /* the user's standard error, for --stats */
+};
+
+/* Starts the program before anything else: it inherits no thread, no signal
+ * mask, no socket of tierbal's. Then standard error goes to the log. */
+static int exec_start(const struct tb_run_opts *o, struct exec_state *x, struct tb_dconfig *cfg)
+{
+	char err[1024], rtlib[4096];
+	const char *prog = o->exec_argv[0];
+	bool static_prog = tb_exec_is_static(prog);
+	int rc = tb_exec_rt_path(rtlib, sizeof(rtlib), err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "tierbal exec: %s\n", err);
+		return 1;
+	}
+	x->rtfd = tb_exec_listen(x->rtname, sizeof(x->rtname), err, sizeof(err));
+	if (x->rtfd < 0) {
+		fprintf(stderr, "tierbal exec: %s\n", err);
+		return 1;
+	}
+	x->stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	int logfd = -1;
+	if (o->exec_log) {
+		logfd = open(o->exec_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (logfd < 0) {
+			fprintf(stderr, "tierbal exec: --log %s: %s\n", o->exec_log, strerror(errno));
+			return 1;
+		}
+	}
+	/* blocked before the fork, or a quick program's SIGCHLD is lost before signalfd exists */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	rc = tb_exec_spawn(o->exec_argv, rtlib, x->rtname, &x->child, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "tierbal exec: %s\n", err);
+		if (logfd >= 0)
+			close(logfd);
+		return rc == -ENOENT ? 127 : 126;
+	}
+	if (!o->exec_verbose) {
+		if (logfd < 0)
+			logfd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (logfd >= 0)
+			dup2(logfd, 2);
+	}
+	if (logfd >= 0)
+		close(logfd);
+	fprintf(stderr, "tierbal exec: started %s as pid %d, runtime %s\n", prog, (int)x->child, rtlib);
+	if (static_prog)
+		fprintf(stderr, "tierbal exec: %s is statically linked: LD_PRELOAD cannot reach it, so there are no "
+				"hint faults; its pages are managed with the sampler only\n",
+			prog);
+	cfg->pids[0] = x->child;
+	cfg->nr_pids = 1;
+	return 0;
+}
+
+static void exec_accept(struct exec_state *x, struct tb_live *l)
+{
+	for (;;) {
+		pid_t pid = 0;
+		int uffd, rt_err;
+		int rc = tb_exec_accept(x->rtfd, &pid, &uffd, &rt_err);
+		if (rc == -EPROTO)
+			continue; /* not the runtime: closed */
+		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+			break;
+		if (rc) {
+			fprintf(stderr, "tierbal exec: runtime socket: %s\n", strerror(-rc));
+			break;
+		}
+		if (kill(pid, 0) && errno == ESRCH) { /* came and went between two rounds */
+			if (uffd >= 0)
+				close(uffd);
+			continue;
+		}
+		if (!tb_exec_descends(pid, x->child)) {
+			fprintf(stderr, "tierbal exec: ignored a runtime message from pid %d, which the program did "
+					"not start\n",
+				(int)pid);
+			if (uffd >= 0)
+				close(uffd);
+			continue;
+		}
+		if (uffd < 0) {
+			fprintf(stderr, "tierbal exec: pid %d could not make a userfaultfd (%s%s); it is managed with the "
+					"sampler only\n",
+				(int)pid, strerror(rt_err),
+				rt_err == EPERM ? ": it needs CAP_SYS_PTRACE, or vm.unprivileged_userfaultfd = 1" : "");
+			char msg[512];
+			int r = tb_live_add(l, pid, false, msg, sizeof(msg));
+			if (r && r != -EEXIST)
+				fprintf(stderr, "tierbal exec: %s\n", msg);
+			continue;
+		}
+		char msg[512];
+		if (tb_live_attach_uffd(l, pid, uffd, msg, sizeof(msg)))
+			fprintf(stderr, "tierbal exec: %s\n", msg);
+	}
+}
+
+/* The program's own way out: its exit status, or death by the same signal. */
+static int exec_finish(const struct exec_state *x)
+{
+	if (WIFEXITED(x->status))
+		return WEXITSTATUS(x->status);
+	if (WIFSIGNALED(x->status)) {
+		int sig = WTERMSIG(x->status);
+		struct rlimit no = {0, 0};
+		setrlimit(RLIMIT_CORE, &no); /* the program's core is the one that matters */
+		signal(sig, SIG_DFL);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return 1;
+}
+
+static void print_stats(int fd, struct tb_live *l)
+{
+	char buf[16384];
+	size_t n = tb_live_report(l, buf, sizeof(buf));
+	FILE *f = fd >= 0 ? fdopen(dup(fd), "w") : NULL;
+	if (!f)
+		return;
+	fprintf(f, "tierbal exec: counters\n");
+	fwrite(buf, 1, n, f);
+	fclose(f);
+}
+
+/* The given pids that may be managed; the others are reported. */
+static size_t check_targets(const struct tb_dconfig *cfg, const char *me, pid_t *usable)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cfg->nr_pids; i++) {
+		struct tb_proc_stat st;
+		char msg[512];
+		if (tb_target_check(cfg->pids[i], &st, msg, sizeof(msg)))
+			fprintf(stderr, "%s: %s\n", me, msg);
+		else
+			usable[n++] = cfg->pids[i];
+	}
+	return n;
 }
 
 int tb_daemon_run(const struct tb_run_opts *o)
 {
 	struct tb_dconfig cfg;
 	char err[1024];
+	const char *me = o->exec_argv ? "tierbal exec" : "tierbal run";
 	if (tb_run_config(o, &cfg, err, sizeof(err))) {
-		fprintf(stderr, "tierbal run: %s\n", err);
+		fprintf(stderr, "%s: %s\n", me, err);
 		return 2;
 	}
-	if (!cfg.nr_pids && !cfg.cgroup[0]) {
+	struct exec_state x = {.rtfd = -1, .stderr_fd = -1};
+	if (o->exec_argv) {
+		if (!o->socket && !strcmp(cfg.socket, TB_DEFAULT_SOCKET))
+			cfg.socket[0] = '\0'; /* a control socket only when asked for */
+	} else if (cfg.sampler == TB_SAMPLER_NONE) {
+		fprintf(stderr, "tierbal run: --sampler none sees nothing without the hint faults of tierbal exec\n");
+		return 2;
+	} else if (!cfg.nr_pids && !cfg.cgroup[0]) {
 		fprintf(stderr, "tierbal run: nothing to manage: give --pid PID or --cgroup PATH (or [targets] in "
 				"the configuration)\n");
 		return 2;
@@ -172,9 +347,9 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		size_t n;
 		int rc = tb_cgroup_pids(cfg.cgroup, &m, &n);
 		if (rc) {
-			fprintf(stderr, "tierbal run: cgroup %s: cannot read its cgroup.procs: %s (is it a cgroup v2 "
+			fprintf(stderr, "%s: cgroup %s: cannot read its cgroup.procs: %s (is it a cgroup v2 "
 					"directory under /sys/fs/cgroup?)\n",
-				cfg.cgroup, strerror(-rc));
+				me, cfg.cgroup, strerror(-rc));
 			return 1;
 		}
 		free(m);
@@ -182,66 +357,87 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	/* refusals first: they are the user's business, the sampler is the machine's */
 	pid_t usable_pid[TB_DCFG_MAX_PIDS];
 	size_t usable = 0;
-	for (size_t i = 0; i < cfg.nr_pids; i++) {
-		struct tb_proc_stat st;
-		char msg[512];
-		if (tb_target_check(cfg.pids[i], &st, msg, sizeof(msg)))
-			fprintf(stderr, "tierbal run: %s\n", msg);
-		else
-			usable_pid[usable++] = cfg.pids[i];
+	if (!o->exec_argv) {
+		usable = check_targets(&cfg, me, usable_pid);
+		if (!usable && !cfg.cgroup[0]) {
+			fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
+			return 1;
+		}
 	}
-	if (!usable && !cfg.cgroup[0]) {
-		fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
-		return 1;
-	}
-	warn_kernel_balancing();
 	struct tb_topology topo;
 	if (tb_topology_read(&topo, "", err, sizeof(err))) {
-		fprintf(stderr, "tierbal run: topology: %s\n", err);
+		fprintf(stderr, "%s: topology: %s\n", me, err);
 		return 1;
 	}
 	struct tb_access acc;
 	char why[512];
-	if (tb_access_open(&acc, tb_sampler_choice_name(cfg.sampler), why, sizeof(why))) {
-		fprintf(stderr, "tierbal run: no usable access sampler: %s\n", why);
+	int arc = tb_access_open(&acc, tb_sampler_choice_name(cfg.sampler), why, sizeof(why));
+	if (arc && o->exec_argv && cfg.sampler == TB_SAMPLER_AUTO) {
+		char nwhy[512];
+		tb_access_none_open(&acc, nwhy, sizeof(nwhy));
+		snprintf(nwhy, sizeof(nwhy), "none (the kernel offers no sampler: %.400s); hint faults only", why);
+		snprintf(why, sizeof(why), "%s", nwhy);
+		arc = 0;
+	}
+	if (arc) {
+		fprintf(stderr, "%s: no usable access sampler: %s\n", me, why);
 		return 1;
 	}
-	fprintf(stderr, "tierbal: sampler: %s\n", why);
-	struct tb_live *l;
-	if (tb_live_new(&l, &cfg, &topo, acc, why, stderr, err, sizeof(err))) {
-		fprintf(stderr, "tierbal run: %s\n", err);
-		acc.ops->destroy(acc.ctx);
-		return 1;
+	if (o->exec_argv) {
+		int rc = exec_start(o, &x, &cfg);
+		if (rc) {
+			acc.ops->destroy(acc.ctx);
+			if (x.rtfd >= 0)
+				close(x.rtfd);
+			return rc;
+		}
 	}
+	if (o->exec_argv)
+		usable = check_targets(&cfg, me, usable_pid);
 	int rc = 0;
+	struct tb_live *l = NULL;
+	int lfd = -1, sfd = -1;
+	if (!o->exec_argv)
+		warn_kernel_balancing();
+	fprintf(stderr, "tierbal: sampler: %s\n", why);
+	struct tb_uffd *uffd = NULL;
+	if (o->exec_argv && tb_uffd_new(&uffd, o->exec_window_pages ? o->exec_window_pages : TB_EXEC_WINDOW_PAGES, err,
+					sizeof(err)))
+		fprintf(stderr, "tierbal exec: no hint faults: %s\n", err);
+	if (tb_live_new(&l, &cfg, &topo, acc, why, uffd, stderr, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", me, err); /* the sampler and uffd went with it */
+		rc = 1;
+		goto out;
+	}
 	for (size_t i = 0; i < usable; i++) { /* the refused ones were reported above */
 		char msg[512];
 		int r = tb_live_add(l, usable_pid[i], false, msg, sizeof(msg));
 		if (r && r != -EEXIST)
-			fprintf(stderr, "tierbal run: %s\n", msg);
+			fprintf(stderr, "%s: %s\n", me, msg);
 	}
 	tb_live_refresh(l, cfg.cgroup);
-	if (!tb_live_nr_targets(l) && !cfg.cgroup[0]) {
+	if (!tb_live_nr_targets(l) && !cfg.cgroup[0] && !o->exec_argv) {
 		fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
-		tb_live_free(l);
-		return 1;
+		rc = 1;
+		goto out;
 	}
-	int lfd = tb_ctl_listen(cfg.socket, err, sizeof(err));
-	if (lfd < 0) {
-		fprintf(stderr, "tierbal run: %s\n", err);
-		tb_live_free(l);
-		return 1;
+	if (cfg.socket[0]) {
+		lfd = tb_ctl_listen(cfg.socket, err, sizeof(err));
+		if (lfd < 0) {
+			fprintf(stderr, "%s: %s\n", me, err);
+			rc = 1;
+			goto out;
+		}
 	}
-	int sfd = setup_signals();
+	sfd = setup_signals(o->exec_argv != NULL);
 	if (sfd < 0) {
-		fprintf(stderr, "tierbal run: signalfd: %s\n", strerror(errno));
-		close(lfd);
-		unlink(cfg.socket);
-		tb_live_free(l);
-		return 1;
+		fprintf(stderr, "%s: signalfd: %s\n", me, strerror(errno));
+		rc = 1;
+		goto out;
 	}
 	fprintf(stderr, "tierbal: running: policy %s, sampling every %u ms, control socket %s%s\n",
-		tb_policy_name(cfg.policy), cfg.sample_ms, cfg.socket, cfg.dry_run ? ", dry run: nothing is moved" : "");
+		tb_policy_name(cfg.policy), cfg.sample_ms, cfg.socket[0] ? cfg.socket : "none",
+		cfg.dry_run ? ", dry run: nothing is moved" : "");
 	uint64_t start = now_ms(), next_sample = start, next_refresh = start + cfg.refresh_ms,
 		 next_status = start + STATUS_EVERY_MS;
 	uint64_t deadline = 0;
@@ -253,16 +449,23 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	struct tb_ctl_client cl[MAX_CLIENTS];
 	size_t ncl = 0;
 	const char *why_stop = "stopped";
+	enum { PF_SIG, PF_CTL, PF_RT, PF_UFFD, PF_CLIENTS };
 	for (;;) {
 		uint64_t now = now_ms();
 		if (deadline && now >= deadline) {
 			why_stop = o->once ? "one pass done" : "duration reached";
 			break;
 		}
+		while (o->exec_argv && !x.exited && waitpid(x.child, &x.status, WNOHANG) == x.child)
+			x.exited = WIFEXITED(x.status) || WIFSIGNALED(x.status);
+		if (x.exited) {
+			why_stop = "the program exited";
+			break;
+		}
 		if (now >= next_refresh) {
 			tb_live_refresh(l, cfg.cgroup);
 			next_refresh = now + cfg.refresh_ms;
-			if (!tb_live_nr_targets(l) && !cfg.cgroup[0]) {
+			if (!tb_live_nr_targets(l) && !cfg.cgroup[0] && !o->exec_argv) {
 				why_stop = "every target has exited";
 				break;
 			}
@@ -280,17 +483,24 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		if (deadline && deadline < wake)
 			wake = deadline;
 		int timeout = wake > now ? (int)(wake - now) : 0;
-		struct pollfd pf[2 + MAX_CLIENTS] = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
+		struct pollfd pf[PF_CLIENTS + MAX_CLIENTS] = {
+			{sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {x.rtfd, POLLIN, 0}, {uffd ? tb_uffd_wake_fd(uffd) : -1, POLLIN, 0}};
 		for (size_t i = 0; i < ncl; i++)
-			pf[2 + i] = (struct pollfd){cl[i].fd, POLLIN, 0};
-		if (poll(pf, 2 + ncl, timeout) < 0 && errno != EINTR) {
-			fprintf(stderr, "tierbal run: poll: %s\n", strerror(errno));
+			pf[PF_CLIENTS + i] = (struct pollfd){cl[i].fd, POLLIN, 0};
+		if (poll(pf, PF_CLIENTS + ncl, timeout) < 0 && errno != EINTR) {
+			fprintf(stderr, "%s: poll: %s\n", me, strerror(errno));
 			rc = 1;
 			break;
 		}
 		now = now_ms();
+		if (pf[PF_UFFD].revents & POLLIN)
+			tb_live_hint_faults(l);
+		if (pf[PF_RT].revents & POLLIN)
+			exec_accept(&x, l);
 		for (size_t i = ncl; i-- > 0;) {
-			int done = (pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) ? tb_ctl_handle(&cl[i], report, &rctx) : 0;
+			int done = (pf[PF_CLIENTS + i].revents & (POLLIN | POLLHUP | POLLERR))
+					   ? tb_ctl_handle(&cl[i], report, &rctx)
+					   : 0;
 			if (!done && now - cl[i].since_ms > CLIENT_TIMEOUT_MS) {
 				close(cl[i].fd); /* connected and said nothing */
 				done = 1;
@@ -298,7 +508,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 			if (done)
 				cl[i] = cl[--ncl];
 		}
-		if (pf[1].revents & POLLIN) {
+		if (pf[PF_CTL].revents & POLLIN) {
 			int fd = tb_ctl_accept(lfd);
 			if (fd >= 0 && ncl == MAX_CLIENTS) {
 				close(cl[0].fd); /* the oldest waits longest: it goes first */
@@ -310,10 +520,19 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		bool stop = false;
 		struct signalfd_siginfo si;
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			if (si.ssi_signo == SIGHUP)
+			if (o->exec_argv) {
+				/* the program decides: tierbal passes on what the terminal did not
+				 * already send it, and stays until the program has gone */
+				if (si.ssi_signo == SIGCHLD) {
+					continue; /* the top of the loop reaps it */
+				} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) {
+					kill(x.child, (int)si.ssi_signo);
+				}
+			} else if (si.ssi_signo == SIGHUP) {
 				reload(o, &cfg, l);
-			else
+			} else {
 				stop = true;
+			}
 		}
 		if (stop) {
 			why_stop = "stopped by a signal";
@@ -321,11 +540,40 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		}
 	}
 	status_line(l, why_stop);
+	if (o->exec_stats) {
+		int fd = o->exec_stats_file ? open(o->exec_stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+					    : x.stderr_fd;
+		if (fd < 0)
+			fprintf(stderr, "tierbal exec: --stats=%s: %s\n", o->exec_stats_file, strerror(errno));
+		print_stats(fd, l);
+		if (o->exec_stats_file && fd >= 0)
+			close(fd);
+	}
 	for (size_t i = 0; i < ncl; i++)
 		close(cl[i].fd);
-	close(sfd);
-	close(lfd);
-	unlink(cfg.socket);
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (lfd >= 0) {
+		close(lfd);
+		unlink(cfg.socket);
+	}
 	tb_live_free(l);
+	if (x.rtfd >= 0)
+		close(x.rtfd);
+	if (o->exec_argv) {
+		if (!x.exited) { /* tierbal failed before the program ended: wait for it all the same */
+			while (waitpid(x.child, &x.status, 0) < 0 && errno == EINTR)
+				;
+			x.exited = true;
+		}
+		if (x.stderr_fd >= 0) {
+			dup2(x.stderr_fd, 2);
+			close(x.stderr_fd);
+		}
+		if (rc)
+			fprintf(stderr, "tierbal exec: tierbal stopped managing the program early (see the log)\n");
+		return exec_finish(&x);
+	}
 	return rc;
 }

@@ -26,7 +26,7 @@ void tb_dconfig_default(struct tb_dconfig *c)
 
 const char *tb_sampler_choice_name(enum tb_sampler_choice s)
 {
-	return s == TB_SAMPLER_DAMON ? "damon" : s == TB_SAMPLER_SOFTDIRTY ? "softdirty" : "auto";
+	return s == TB_SAMPLER_DAMON ? "damon" : s == TB_SAMPLER_SOFTDIRTY ? "softdirty" : s == TB_SAMPLER_NONE ? "none" : "auto";
 }
 
 int tb_sampler_choice_parse(const char *s, enum tb_sampler_choice *out)
@@ -37,6 +37,8 @@ int tb_sampler_choice_parse(const char *s, enum tb_sampler_choice *out)
 		*out = TB_SAMPLER_DAMON;
 	else if (!strcmp(s, "softdirty") || !strcmp(s, "soft-dirty"))
 		*out = TB_SAMPLER_SOFTDIRTY;
+	else if (!strcmp(s, "none"))
+		*out = TB_SAMPLER_NONE;
 	else
 		return -EINVAL;
 	return 0;
@@ -52,7 +54,7 @@ static bool on_daemon(struct cfg *cf, struct tb_dconfig *c, const char *sec, con
 	}
 	if (!strcmp(key, "sampler")) {
 		if (tb_sampler_choice_parse(val, &c->sampler))
-			return cfg_error(cf, sec, key, "'%s' is not auto, damon or softdirty", val);
+			return cfg_error(cf, sec, key, "'%s' is not auto, damon, softdirty or none", val);
 		return true;
 	}
 	if (!strcmp(key, "sample_ms")) {

@@ -13,7 +13,7 @@
 #define TB_DCFG_MAX_NODES 64
 #define TB_DEFAULT_SOCKET "/run/tierbal.sock"
 
-enum tb_sampler_choice { TB_SAMPLER_AUTO, TB_SAMPLER_DAMON, TB_SAMPLER_SOFTDIRTY };
+enum tb_sampler_choice { TB_SAMPLER_AUTO, TB_SAMPLER_DAMON, TB_SAMPLER_SOFTDIRTY, TB_SAMPLER_NONE };
 
 struct tb_dconfig {
 	uint32_t policy;

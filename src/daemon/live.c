@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "softdirty.h"
 
 #define PS_YOUNG 0x1u /* accessed since the engine last asked */
@@ -43,6 +44,8 @@ struct tb_live {
 	struct tb_mover_stats ms;
 	struct pending gone, faults, fault_write;
 	uint64_t c[TB_L_NR];
+	struct tb_uffd *uffd;  /* tierbal exec: hint faults from userfaultfd; NULL for tierbal run */
+	uint64_t now_override; /* the time of the fault being fed to the engine */
 	FILE *log;
 	struct dry_line dry[32];
 	size_t nr_dry;
@@ -79,7 +82,9 @@ static int push(struct pending *p, uint32_t v)
 
 static uint64_t live_now(void *ctx)
 {
-	(void)ctx;
+	const struct tb_live *l = ctx;
+	if (l->now_override)
+		return l->now_override;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -166,6 +171,31 @@ static const struct tb_platform_ops live_platform = {
 	.test_and_clear_young = live_young,
 };
 
+/* The scanner armed these pages: write-protect them, in runs of adjacent
+ * pages of one process (one ioctl per run). */
+static int live_arm(void *ctx, const uint32_t *pages, size_t n)
+{
+	struct tb_live *l = ctx;
+	size_t i = 0;
+	while (i < n) {
+		uint32_t owner = l->map.owner[pages[i] >> TB_CHUNK_SHIFT];
+		uintptr_t a = tb_idmap_addr(&l->map, pages[i]);
+		size_t j = i + 1;
+		while (j < n && l->map.owner[pages[j] >> TB_CHUNK_SHIFT] == owner &&
+		       tb_idmap_addr(&l->map, pages[j]) == a + ((j - i) << TB_PAGE_SHIFT))
+			j++;
+		struct tb_target *t = owner < l->nr_t ? l->t[owner] : NULL;
+		if (t && !t->dead && tb_uffd_has(l->uffd, t->pid))
+			tb_uffd_protect(l->uffd, t->pid, a, (j - i) << TB_PAGE_SHIFT);
+		i = j;
+	}
+	return 0;
+}
+
+static const struct tb_sampler_ops uffd_sampler = {
+	.arm = live_arm,
+};
+
 /* ---- set-up ---- */
 
 static unsigned nearest(const struct tb_topology *topo, unsigned from, const unsigned *tier, bool lower)
@@ -206,20 +236,25 @@ static void apply_sysctls(struct tb_knobs *k)
 }
 
 int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct tb_topology *topo,
-		struct tb_access access, const char *sampler_why, FILE *log, char *err, size_t len)
+		struct tb_access access, const char *sampler_why, struct tb_uffd *uffd, FILE *log, char *err,
+		size_t len)
 {
 	*out = NULL;
-	if (topo->nr_nodes < 1 || topo->nr_nodes > TB_MAX_NODES) {
-		snprintf(err, len, "%u NUMA nodes: tierbal run handles 1 to %d", topo->nr_nodes, TB_MAX_NODES);
-		return -EINVAL;
-	}
 	struct tb_live *l = calloc(1, sizeof(*l));
 	if (!l) {
 		snprintf(err, len, "out of memory");
+		access.ops->destroy(access.ctx);
+		tb_uffd_free(uffd);
 		return -ENOMEM;
 	}
-	l->acc = access;
+	l->acc = access; /* from here on, tb_live_free() releases them */
+	l->uffd = uffd;
 	l->log = log;
+	if (topo->nr_nodes < 1 || topo->nr_nodes > TB_MAX_NODES) {
+		snprintf(err, len, "%u NUMA nodes: tierbal handles 1 to %d", topo->nr_nodes, TB_MAX_NODES);
+		tb_live_free(l);
+		return -EINVAL;
+	}
 	l->dry_run = dc->dry_run;
 	l->policy = dc->policy;
 	snprintf(l->sampler_why, sizeof(l->sampler_why), "%s", sampler_why);
@@ -248,7 +283,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 	}
 	if (!l->nr_pools) {
 		snprintf(err, len, "no node in the top tier: every node has a tier override above 0");
-		free(l);
+		tb_live_free(l);
 		return -EINVAL;
 	}
 	uint64_t want = dc->max_managed_mb ? dc->max_managed_mb << (20 - TB_PAGE_SHIFT) : total;
@@ -260,13 +295,17 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 	int rc = tb_idmap_init(&l->map, l->nr_pools, (uint32_t)cpp);
 	if (rc) {
 		snprintf(err, len, "out of memory for the page map (%llu chunks)", (unsigned long long)cpp);
-		free(l);
+		tb_live_free(l);
 		return rc;
 	}
 	ec.nr_pages = (uint32_t)(cpp * l->nr_pools * TB_CHUNK_PAGES);
 	ec.kswapd_pages_per_sec = dc->demote_rate_mb << (20 - TB_PAGE_SHIFT);
 	ec.platform = &live_platform;
 	ec.platform_ctx = l;
+	if (uffd) {
+		ec.sampler = &uffd_sampler;
+		ec.sampler_ctx = l;
+	}
 	l->ps = calloc(ec.nr_pages, 1);
 	if (!l->ps) {
 		snprintf(err, len, "out of memory for %u page states", ec.nr_pages);
@@ -310,6 +349,8 @@ static void drop_target(struct tb_live *l, size_t slot, const char *why)
 		tb_idmap_put(&l->map, t->chunks[i].chunk);
 	}
 	l->acc.ops->detach(l->acc.ctx, t->pid);
+	if (l->uffd)
+		tb_uffd_detach(l->uffd, t->pid);
 	if (why) { /* NULL: it was never added, so it is not counted as dropped */
 		fprintf(l->log, "tierbal: pid %d (%s) %s; no longer managed\n", (int)t->pid, t->comm, why);
 		l->c[TB_L_targets_dropped]++;
@@ -332,6 +373,7 @@ void tb_live_free(struct tb_live *l)
 	if (l->acc.ops)
 		l->acc.ops->destroy(l->acc.ctx);
 	tb_engine_free(l->e);
+	tb_uffd_free(l->uffd);
 	tb_idmap_destroy(&l->map);
 	free(l->ps);
 	free(l->gone.v);
@@ -455,6 +497,89 @@ static bool in_list(const pid_t *v, size_t n, pid_t p)
 	return false;
 }
 
+static void forget_gone(struct tb_live *l);
+static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n);
+
+/* Registers the process's managed mappings with its userfaultfd, if it has one. */
+static void sync_uffd(struct tb_live *l, struct tb_target *t)
+{
+	if (!l->uffd || !tb_uffd_has(l->uffd, t->pid))
+		return;
+	struct tb_vma *v;
+	size_t n, k = 0;
+	if (tb_maps_read(t->pid, &v, &n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (tb_target_managed_vma(&v[i]))
+			v[k++] = v[i];
+	tb_uffd_sync(l->uffd, t->pid, v, k);
+	free(v);
+}
+
+int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t len)
+{
+	if (!l->uffd) {
+		close(fd);
+		snprintf(err, len, "pid %d: no userfaultfd hint faults in this daemon", (int)pid);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < l->nr_t; i++)
+		if (l->t[i] && l->t[i]->pid == pid && tb_uffd_has(l->uffd, pid))
+			drop_target(l, i, NULL); /* it ran exec: a new memory image, a new start */
+	int rc = tb_live_add(l, pid, false, err, len);
+	if (rc && rc != -EEXIST) {
+		close(fd);
+		return rc;
+	}
+	rc = tb_uffd_attach(l->uffd, pid, fd);
+	if (rc) {
+		snprintf(err, len, "pid %d: cannot watch its userfaultfd: %s", (int)pid, strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < l->nr_t; i++)
+		if (l->t[i] && l->t[i]->pid == pid)
+			sync_uffd(l, l->t[i]);
+	return 0;
+}
+
+void tb_live_hint_faults(struct tb_live *l)
+{
+	if (!l->uffd)
+		return;
+	struct tb_uffd_event ev[256];
+	size_t n;
+	while ((n = tb_uffd_drain(l->uffd, ev, sizeof(ev) / sizeof(ev[0]))) > 0)
+		feed_faults(l, ev, n);
+	forget_gone(l);
+}
+
+static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct tb_target *t = NULL;
+		for (size_t i = 0; i < l->nr_t && !t; i++)
+			if (l->t[i] && l->t[i]->pid == ev[k].pid && !l->t[i]->dead)
+				t = l->t[i];
+		uintptr_t base = ev[k].addr & ~((uintptr_t)TB_CHUNK_BYTES - 1);
+		struct tb_tchunk *ch = t ? tb_target_find(t, base) : NULL;
+		if (!ch)
+			continue;
+		l->c[TB_L_uffd_faults]++;
+		/* every armed page of the window the fault opened: as the kernel's
+		 * fault on a huge page stands for all of its pages */
+		unsigned first = (unsigned)((ev[k].addr - base) >> TB_PAGE_SHIFT);
+		for (unsigned i = first; i < first + ev[k].pages && i < TB_CHUNK_PAGES; i++) {
+			uint32_t id = tb_idmap_page(ch->chunk, i);
+			if (tb_engine_page_node(l->e, id) == TB_NO_NODE)
+				continue; /* not discovered yet: the next round places it */
+			l->ps[id] |= PS_YOUNG;
+			l->now_override = ev[k].t_ns; /* the latency is from the scan to the fault, not to now */
+			tb_engine_hint_fault(l->e, id, ev[k].write);
+			l->now_override = 0;
+		}
+	}
+}
+
 void tb_live_refresh(struct tb_live *l, const char *cgroup)
 {
 	pid_t *members = NULL;
@@ -477,6 +602,8 @@ void tb_live_refresh(struct tb_live *l, const char *cgroup)
 			drop_target(l, i, "exited");
 		else if (rc)
 			l->c[TB_L_sample_errors]++;
+		else
+			sync_uffd(l, t);
 	}
 	for (size_t i = 0; have_cg && i < nm; i++) {
 		char err[256];
@@ -554,6 +681,7 @@ static void update_external(struct tb_live *l)
 static void sample_target(struct tb_live *l, struct tb_target *t)
 {
 	size_t nq = 0;
+	bool uffd = l->uffd && tb_uffd_has(l->uffd, t->pid);
 	l->faults.n = l->fault_write.n = 0;
 	for (size_t c = 0; c < t->nr_chunks && !t->dead; c++) {
 		const struct tb_tchunk *ch = &t->chunks[c];
@@ -585,10 +713,18 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 				tb_engine_unplace(l->e, id);
 				l->ps[id] = 0;
 				l->c[TB_L_pages_dropped]++;
+			} else if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id)) {
+				/* armed, but not protected: armed before the userfaultfd came,
+				 * or zapped since; the next pass protects it again */
+				l->c[TB_L_uffd_rearmed]++;
+				if (l->accb[i])
+					l->ps[id] |= PS_YOUNG;
 			} else if (l->accb[i]) {
 				l->ps[id] |= PS_YOUNG;
-				push(&l->faults, id);
-				push(&l->fault_write, (l->accb[i] & TB_ACC_WRITE) != 0);
+				if (!uffd) { /* with a userfaultfd, hint faults come from it */
+					push(&l->faults, id);
+					push(&l->fault_write, (l->accb[i] & TB_ACC_WRITE) != 0);
+				}
 			}
 		}
 	}
@@ -614,6 +750,7 @@ static void flush_dry(struct tb_live *l)
 
 void tb_live_sample(struct tb_live *l)
 {
+	tb_live_hint_faults(l); /* faults already resolved must not look like lost protections below */
 	if (l->acc.ops->round_begin(l->acc.ctx))
 		l->c[TB_L_sample_errors]++;
 	update_external(l);
@@ -638,6 +775,11 @@ void tb_live_reconfigure(struct tb_live *l, const struct tb_dconfig *dc)
 void tb_live_count(struct tb_live *l, enum tb_live_counter c)
 {
 	l->c[c]++;
+}
+
+uint64_t tb_live_counter(const struct tb_live *l, enum tb_live_counter c)
+{
+	return l->c[c];
 }
 
 const struct tb_engine *tb_live_engine(const struct tb_live *l)
@@ -701,6 +843,17 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 	struct tb_node_info top;
 	tb_engine_node_info(l->e, l->pool_node[0], &top);
 	EMIT("hot_threshold_ms %u\n", top.threshold_ms);
+	if (l->uffd) {
+		struct tb_uffd_stats us;
+		tb_uffd_stats(l->uffd, &us);
+		EMIT("uffd_processes %llu\n", (unsigned long long)us.processes);
+		EMIT("uffd_faults_resolved %llu\n", (unsigned long long)us.faults);
+		EMIT("uffd_resolve_errors %llu\n", (unsigned long long)us.resolve_errors);
+		EMIT("uffd_mappings_registered %llu\n", (unsigned long long)us.registered);
+		EMIT("uffd_register_errors %llu\n", (unsigned long long)us.register_errors);
+		EMIT("uffd_protected_pages %llu\n", (unsigned long long)us.protected_pages);
+		EMIT("uffd_queue_dropped %llu\n", (unsigned long long)us.queue_dropped);
+	}
 	EMIT("sampler %s\n", l->acc.ops->name);
 	EMIT("policy %s\n", tb_policy_name(l->policy));
 	EMIT("dry_run %d\n", l->dry_run ? 1 : 0);

@@ -17,13 +17,14 @@
 #include "mover.h"
 #include "target.h"
 #include "topology.h"
+#include "uffd.h"
 
 /* The daemon's own counters, after the engine's. */
 #define TB_LIVE_COUNTERS(X)                                                                   \
 	X(move_pages_calls) X(move_busy) X(move_nomem) X(move_gone) X(move_other) X(pages_managed) \
 	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
 	X(targets_refused) X(sample_rounds) X(sample_errors) X(dry_run_promote) X(dry_run_demote)   \
-	X(config_reloads) X(config_rejected) X(idmap_full)
+	X(config_reloads) X(config_rejected) X(idmap_full) X(uffd_faults) X(uffd_rearmed)
 
 enum tb_live_counter {
 #define TB_LENUM(n) TB_L_##n,
@@ -34,15 +35,22 @@ enum tb_live_counter {
 
 struct tb_live;
 
-/* Builds the engine over the machine's nodes. The access sampler is taken
- * over (destroyed with the live context). */
+/* Builds the engine over the machine's nodes. The access sampler and the
+ * userfaultfd set (tierbal exec; NULL for tierbal run) are taken over, also
+ * when it fails: they are destroyed with the live context. */
 int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct tb_topology *topo,
-		struct tb_access access, const char *sampler_why, FILE *log, char *err, size_t len);
+		struct tb_access access, const char *sampler_why, struct tb_uffd *uffd, FILE *log, char *err,
+		size_t len);
 void tb_live_free(struct tb_live *l);
 
 /* Starts managing pid. 0, -EEXIST if it already is, or a negative errno
  * with the reason in err (no such process, no permission, kernel thread, ...). */
 int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_t len);
+/* tierbal exec: pid handed over its userfaultfd (after start, exec or
+ * fork). Manages pid if it is not yet, and registers its mappings. */
+int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t len);
+/* Feeds the engine the write faults the userfaultfds reported. */
+void tb_live_hint_faults(struct tb_live *l);
 /* Drops targets that exited, re-reads memory maps, follows the cgroup. */
 void tb_live_refresh(struct tb_live *l, const char *cgroup);
 /* One sampling round: read accesses, feed the engine, let it move pages. */
@@ -50,6 +58,7 @@ void tb_live_sample(struct tb_live *l);
 /* New knobs and policy (a SIGHUP reload). */
 void tb_live_reconfigure(struct tb_live *l, const struct tb_dconfig *dc);
 void tb_live_count(struct tb_live *l, enum tb_live_counter c);
+uint64_t tb_live_counter(const struct tb_live *l, enum tb_live_counter c);
 
 size_t tb_live_nr_targets(const struct tb_live *l);
 const struct tb_engine *tb_live_engine(const struct tb_live *l);

@@ -85,7 +85,7 @@ bool tb_target_alive(const struct tb_target *t)
 	return !t->dead && tb_proc_stat(t->pid, &st) == 0 && st.starttime == t->starttime && st.state != 'Z';
 }
 
-static bool managed(const struct tb_vma *v)
+bool tb_target_managed_vma(const struct tb_vma *v)
 {
 	return v->anon && v->private && v->writable && v->readable;
 }
@@ -101,7 +101,7 @@ int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n)
 		return rc == -ENOENT ? -ESRCH : rc;
 	size_t cap = 0;
 	for (size_t i = 0; i < nv && !rc; i++) {
-		if (!managed(&v[i]))
+		if (!tb_target_managed_vma(&v[i]))
 			continue;
 		for (uintptr_t a = v[i].start & ~(TB_CHUNK_BYTES - 1); a < v[i].end; a += TB_CHUNK_BYTES) {
 			/* maps are sorted, so a stretch shared by two mappings is the last one */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "maps.h"
 #include "procfs.h"
 
 struct tb_tchunk {
@@ -38,6 +39,9 @@ int tb_target_open(struct tb_target *t, pid_t pid, const struct tb_proc_stat *st
 void tb_target_close(struct tb_target *t);
 /* True while the same process (same start time) still exists. */
 bool tb_target_alive(const struct tb_target *t);
+
+/* A private anonymous writable mapping: the memory tierbal manages. */
+bool tb_target_managed_vma(const struct tb_vma *v);
 
 /* The stretches that should have chunks now: for each 2 MiB stretch that
  * overlaps a private anonymous writable mapping, its eligibility mask.

@@ -177,6 +177,14 @@ const uint64_t *tb_engine_counters(const struct tb_engine *e)
 	return e->counters;
 }
 
+bool tb_engine_disarm(struct tb_engine *e, uint32_t p)
+{
+	if (p >= e->nr_pages || !(e->meta[p].flags & PF_ARMED))
+		return false;
+	e->meta[p].flags &= (uint8_t)~PF_ARMED;
+	return true;
+}
+
 unsigned tb_engine_page_node(const struct tb_engine *e, uint32_t p)
 {
 	return p < e->nr_pages ? pnode(e, p) : TB_NO_NODE;

@@ -123,6 +123,10 @@ int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages);
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t page);
 /* An armed page was accessed. */
 void tb_engine_hint_fault(struct tb_engine *e, uint32_t page, bool write);
+/* The platform could not arm the page, or lost its protection without an
+ * access (the mapping was zapped): it is not armed, and the next scan pass
+ * arms it again. Returns whether it was armed. */
+bool tb_engine_disarm(struct tb_engine *e, uint32_t page);
 /* A page-cache access through a system call (mark_page_accessed). */
 void tb_engine_mark_accessed(struct tb_engine *e, uint32_t page);
 /* Runs due background work: scanner windows, kswapd, decays, adjustments. */

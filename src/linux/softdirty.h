@@ -12,6 +12,7 @@
 #define TB_PM_PRESENT (1ull << 63)
 #define TB_PM_SWAPPED (1ull << 62)
 #define TB_PM_SOFT_DIRTY (1ull << 55)
+#define TB_PM_UFFD_WP (1ull << 57) /* write-protected by a userfaultfd (kernel 5.13 and later) */
 
 /* Reads npages raw pagemap entries from start (page-aligned) of an open
  * /proc/PID/pagemap. 0, -ESRCH if the process has exited, or another errno. */

@@ -102,13 +102,18 @@ check "run bad pid" 2 "--pid 'x' is not a process id" -- "$TB" run --pid x
 check "run bad duration" 2 "--duration '0' is not a positive number" -- "$TB" run --pid 1 --duration 0
 check "run relative socket" 2 "--socket 'rel' is not an absolute path" -- "$TB" run --pid 1 --socket rel
 check "run bad policy" 2 "--policy: unknown policy 'fast'" -- "$TB" run --pid 1 --policy fast
-check "run bad sampler" 2 "--sampler: 'magic' is not auto, damon or softdirty" -- "$TB" run --pid 1 --sampler magic
+check "run bad sampler" 2 "--sampler: 'magic' is not auto, damon, softdirty or none" -- "$TB" run --pid 1 --sampler magic
+check "run refuses the empty sampler" 2 "--sampler none sees nothing without the hint faults of tierbal exec" -- "$TB" run --pid 1 --sampler none
 check "run bad knob" 2 "--set nope=1: unknown knob 'nope'" -- "$TB" run --pid 1 --set nope=1
 printf '[daemon]\nsample_ms = fast\n' >"$TMP/bad.ini"
 check "run garbage config" 2 "bad.ini:2: \[daemon\] sample_ms: 'fast' is not a whole number" -- "$TB" run --pid 1 --config "$TMP/bad.ini"
 check "run missing config" 2 "/nonexistent.ini: cannot open" -- "$TB" run --pid 1 --config /nonexistent.ini
 check "run no such pid" 1 "pid 4194304: no such process" -- "$TB" run --pid 4194304 --once --socket "$TMP/s.sock"
 check "run unreadable cgroup" 1 "cgroup $TMP/nocg: cannot read its cgroup.procs" -- "$TB" run --cgroup "$TMP/nocg" --socket "$TMP/s.sock"
+check "exec help" 0 "--window-kb KB" -- "$TB" exec --help
+check "exec listed in help" 0 "exec     run a program under tierbal" -- "$TB" help
+check "exec bad window" 2 "--window-kb '48' is not a power of two from 4 to 2048" -- "$TB" exec --window-kb 48 -- true
+check "exec unknown option" 2 "unknown" -- "$TB" exec --bogus -- true
 check "stat without daemon" 1 "no tierbal daemon at $TMP/s.sock" -- "$TB" stat --socket "$TMP/s.sock"
 check "stat bad argument" 2 "unknown argument '--xml'" -- "$TB" stat --xml
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +51,8 @@ static void wait_ms(unsigned ms)
 }
 
 struct prog {
-	pid_t pid;
+	pid_t pid;     /* guest_hotcold */
+	pid_t runner;  /* what was started: guest_hotcold itself, or tierbal exec */
 	FILE *out;     /* its stdout, when piped */
 	uintptr_t cold, hot;
 	size_t ncold, nhot;
@@ -76,14 +79,14 @@ static pid_t spawn(char *const argv[], int out_fd, const char *err_path, uid_t u
 	return pid;
 }
 
-static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_mb)
+/* argv: the command that ends up running guest_hotcold (directly, or under tierbal exec) */
+static int start_prog(struct prog *p, char *const argv[])
 {
 	int fds[2];
 	if (pipe(fds))
 		return -1;
-	char *argv[] = {"guest_hotcold", (char *)leave_mb, (char *)hot_mb, NULL};
 	memset(p, 0, sizeof(*p));
-	p->pid = spawn(argv, fds[1], NULL, 0);
+	p->runner = spawn(argv, fds[1], NULL, 0);
 	close(fds[1]);
 	p->out = fdopen(fds[0], "r");
 	char line[256];
@@ -91,6 +94,7 @@ static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_m
 	if (!p->out || !fgets(line, sizeof(line), p->out) ||
 	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu", &pid, &p->cold, &p->ncold, &p->hot, &p->nhot) != 5)
 		return -1;
+	p->pid = pid;
 	p->cold_pages = malloc(p->ncold * sizeof(void *));
 	p->hot_pages = malloc(p->nhot * sizeof(void *));
 	for (size_t i = 0; i < p->ncold; i++)
@@ -98,6 +102,12 @@ static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_m
 	for (size_t i = 0; i < p->nhot; i++)
 		p->hot_pages[i] = (void *)(p->hot + i * 4096);
 	return 0;
+}
+
+static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_mb)
+{
+	char *argv[] = {"guest_hotcold", (char *)leave_mb, (char *)hot_mb, NULL};
+	return start_prog(p, argv);
 }
 
 static size_t on_node(pid_t pid, void **pages, size_t n, int node)
@@ -121,7 +131,7 @@ static long finish_hotcold(struct prog *p)
 	if (fgets(line, sizeof(line), p->out))
 		sscanf(line, "verify: %zu pages, %ld mismatches", &pages, &bad);
 	int st;
-	waitpid(p->pid, &st, 0);
+	waitpid(p->runner, &st, 0);
 	fclose(p->out);
 	free(p->cold_pages);
 	free(p->hot_pages);
@@ -367,6 +377,103 @@ static void test_errors(void)
 	free(b.hot_pages);
 }
 
+/* a real cgroup v2: its members are managed, one that joins later too, one that leaves is dropped */
+static void test_cgroup(void)
+{
+	const char *cg = "/sys/fs/cgroup/tbtest";
+	mkdir("/sys/fs/cgroup", 0755);
+	if (access("/sys/fs/cgroup/cgroup.procs", F_OK) && mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL)) {
+		check(0, "cgroup2 mounted on /sys/fs/cgroup (%s)", strerror(errno));
+		return;
+	}
+	if (mkdir(cg, 0755) && errno != EEXIST) {
+		check(0, "cgroup %s created (%s)", cg, strerror(errno));
+		return;
+	}
+	struct prog a, b;
+	if (start_hotcold(&a, "-8", "8")) {
+		check(0, "guest_hotcold started");
+		return;
+	}
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
+	write_file("/sys/fs/cgroup/tbtest/cgroup.procs", pid);
+	write_file("/tmp/tb.ini", config);
+	char *argv[] = {"tierbal", "run", "--cgroup", (char *)cg, "--config", "/tmp/tb.ini", NULL};
+	pid_t d = spawn(argv, -1, "/tmp/tb-cgroup.log", 0);
+	check(wait_stat("targets", 1, 20000) == 1, "the cgroup's one process is managed");
+	if (start_hotcold(&b, "-8", "16")) {
+		check(0, "a second guest_hotcold started");
+		stop_daemon(d, &(unsigned){0});
+		return;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	write_file("/sys/fs/cgroup/tbtest/cgroup.procs", pid);
+	check(wait_stat("targets", 2, 20000) == 2, "a process that joins the cgroup is managed at the next refresh");
+	uint64_t t0 = ms_now();
+	double frac = 0;
+	while (ms_now() - t0 < 60000 && frac < 0.9 && alive(d)) {
+		wait_ms(1000);
+		frac = (double)on_node(b.pid, b.hot_pages, b.nhot, 0) / (double)b.nhot;
+	}
+	check(frac >= 0.9, "the joiner's hot set is promoted: %.1f%% on node 0", 100 * frac);
+	/* leaving the cgroup (back to the root) ends its management, though it still runs */
+	write_file("/sys/fs/cgroup/cgroup.procs", pid);
+	t0 = ms_now();
+	while (stat_value("targets") != 1 && ms_now() - t0 < 10000)
+		wait_ms(200);
+	check(stat_value("targets") == 1 && alive(d), "a process that leaves the cgroup is no longer managed");
+	unsigned took;
+	int rc = stop_daemon(d, &took);
+	check(rc == 0, "SIGTERM: exit status %d", rc);
+	check(finish_hotcold(&a) == 0 && finish_hotcold(&b) == 0, "integrity of both cgroup members");
+	rmdir(cg);
+}
+
+/* tierbal exec on a dynamic guest_hotcold: hint faults from userfaultfd promote
+ * the hot set, cold pages are demoted, every page keeps its checksum */
+static void test_exec(void)
+{
+	if (access("/test/guest_hotcold_dyn", X_OK) || access("/test/libtierbal-rt.so", R_OK)) {
+		check(0, "the dynamic guest_hotcold and libtierbal-rt.so are in the guest");
+		return;
+	}
+	struct prog p;
+	/* 100 MiB left free, not 40: tierbal exec starts while the program fills node 0, and needs some */
+	char *argv[] = {"tierbal", "exec", "--stats=/tmp/exec.stats", "--log", "/tmp/exec.log", "--socket", SOCK,
+			"--", "guest_hotcold_dyn", "100", "64", NULL};
+	if (start_prog(&p, argv)) {
+		check(0, "tierbal exec started guest_hotcold_dyn");
+		return;
+	}
+	check(p.pid != p.runner, "guest_hotcold_dyn runs as a child of tierbal exec (pid %d)", (int)p.pid);
+	size_t hot0 = on_node(p.pid, p.hot_pages, p.nhot, 0);
+	uint64_t t0 = ms_now();
+	double frac = 0;
+	unsigned secs = 0;
+	while (ms_now() - t0 < 60000 && alive(p.runner)) {
+		wait_ms(1000);
+		frac = (double)on_node(p.pid, p.hot_pages, p.nhot, 0) / (double)p.nhot;
+		secs = (unsigned)((ms_now() - t0) / 1000);
+		if (frac >= 0.9)
+			break;
+	}
+	check(hot0 == 0 && frac >= 0.9, "under tierbal exec: %.1f%% of the hot set on node 0 after %u s (from %zu pages)",
+	      100 * frac, secs, hot0);
+	size_t demoted = p.ncold - on_node(p.pid, p.cold_pages, p.ncold, 0);
+	check(demoted > 0, "cold pages demoted to make room: %zu", demoted);
+	long long faults = stat_value("uffd_faults"), promoted = stat_value("pgpromote_success");
+	check(faults > 0, "hint faults came from userfaultfd: %lld", faults);
+	check(promoted >= (long long)(0.9 * (double)p.nhot), "pgpromote_success %lld", promoted);
+	long bad = finish_hotcold(&p); /* guest_hotcold checks itself; tierbal exec exits with its status */
+	check(bad == 0, "integrity under tierbal exec: %ld mismatching pages of %zu", bad, p.ncold + p.nhot);
+	char *st = slurp("/tmp/exec.stats");
+	check(strstr(st, "uffd_processes 1\n") && strstr(st, "uffd_resolve_errors 0\n"),
+	      "the counters are written when the program exits");
+	free(st);
+	check(access(SOCK, F_OK) != 0, "the control socket is removed");
+}
+
 static void test_dry_run(void)
 {
 	struct prog p;
@@ -397,6 +504,10 @@ int main(int argc, char **argv)
 		test_promotion();
 	if (!*only || !strcmp(only, "errors"))
 		test_errors();
+	if (!*only || !strcmp(only, "cgroup"))
+		test_cgroup();
+	if (!*only || !strcmp(only, "exec"))
+		test_exec();
 	if (!*only || !strcmp(only, "dry-run"))
 		test_dry_run();
 	printf("daemon: %d passed, %d failed\n", pass, fail);

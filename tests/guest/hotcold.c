@@ -2,16 +2,22 @@
  * (leaving LEAVE_MB free there), puts HOT_MB of hot pages on node 1 and keeps
  * writing them. Every page carries a checksum; on SIGUSR1 it stops, checks
  * every page and exits 0 only if none is wrong.
- * usage: guest_hotcold LEAVE_MB HOT_MB   (LEAVE_MB = -N: exactly N MiB of cold pages)
- * prints: "ready PID cold ADDR PAGES hot ADDR PAGES", then on SIGUSR1 "verify: ..." */
+ * usage: guest_hotcold LEAVE_MB HOT_MB [SHIFT_S]
+ *        LEAVE_MB = -N: exactly N MiB of cold pages; HOT_MB = 0: no hot set, the
+ *        program sleeps until SIGUSR1; SHIFT_S: a second hot set of the same size
+ *        on node 1 takes over after SHIFT_S seconds (the first one turns cold)
+ * prints: "ready PID cold ADDR PAGES hot ADDR PAGES [hot2 ADDR PAGES]", then on
+ * SIGUSR1 "verify: N pages, M mismatches, P passes" (P: passes over a hot set) */
 #include <numa.h>
 #include <numaif.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE 4096u
@@ -73,11 +79,11 @@ static size_t check(char *p, size_t pages, size_t first, const uint64_t *gen)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || numa_available() < 0 || numa_max_node() < 1) {
-		fprintf(stderr, "usage: guest_hotcold LEAVE_MB HOT_MB (on a machine with two nodes)\n");
+	if (argc < 3 || argc > 4 || numa_available() < 0 || numa_max_node() < 1) {
+		fprintf(stderr, "usage: guest_hotcold LEAVE_MB HOT_MB [SHIFT_S] (on a machine with two nodes)\n");
 		return 2;
 	}
-	long leave = atol(argv[1]), hot_mb = atol(argv[2]);
+	long leave = atol(argv[1]), hot_mb = atol(argv[2]), shift_s = argc > 3 ? atol(argv[3]) : 0;
 	long long free0 = 0;
 	numa_node_size64(0, &free0);
 	long long cold_b = leave < 0 ? -leave * (1ll << 20) : free0 - leave * (1ll << 20);
@@ -85,27 +91,48 @@ int main(int argc, char **argv)
 		cold_b = PAGE;
 	size_t ncold = (size_t)cold_b / PAGE, nhot = (size_t)hot_mb * (1u << 20) / PAGE;
 	signal(SIGUSR1, on_usr1);
-	uint64_t *gen = calloc(nhot, sizeof(*gen));
+	uint64_t *gen = calloc(nhot + 1, sizeof(*gen)), *gen2 = calloc(nhot + 1, sizeof(*gen2));
 	char *cold = area(ncold, 0, 0);
-	char *hot = cold && gen ? area(nhot, 1, ncold) : NULL;
-	if (!hot) {
-		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold, nhot);
+	char *hot = cold && gen && nhot ? area(nhot, 1, ncold) : NULL;
+	char *hot2 = hot && gen2 && shift_s > 0 ? area(nhot, 1, ncold + nhot) : NULL;
+	if (!cold || (nhot && !hot) || (shift_s > 0 && !hot2)) {
+		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold, nhot * (shift_s > 0 ? 2 : 1));
 		return 2;
 	}
-	printf("ready %d cold %lx %zu hot %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold, (unsigned long)hot,
-	       nhot);
+	if (hot2)
+		printf("ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold,
+		       (unsigned long)hot, nhot, (unsigned long)hot2, nhot);
+	else
+		printf("ready %d cold %lx %zu hot %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold,
+		       (unsigned long)hot, nhot);
 	fflush(stdout);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned long passes = 0;
+	while (!stop && !nhot)
+		sleep(1); /* no hot set: a quiet target that only holds its pages (SIGUSR1 cuts the sleep short) */
 	while (!stop) {
-		for (size_t i = 0; i < nhot && !stop; i++) {
-			uint64_t *w = (uint64_t *)(hot + i * PAGE);
-			uint64_t g = gen[i] + 1;
-			w[0] = g;
-			w[1] = sum(ncold + i, g);
-			gen[i] = g;
+		bool second = false;
+		if (hot2) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			second = t.tv_sec - t0.tv_sec >= shift_s;
 		}
+		char *h = second ? hot2 : hot;
+		uint64_t *gn = second ? gen2 : gen;
+		size_t first = ncold + (second ? nhot : 0);
+		for (size_t i = 0; i < nhot && !stop; i++) {
+			uint64_t *w = (uint64_t *)(h + i * PAGE);
+			uint64_t g = gn[i] + 1;
+			w[0] = g;
+			w[1] = sum(first + i, g);
+			gn[i] = g;
+		}
+		passes++;
 	}
 	size_t bad = check(cold, ncold, 0, NULL) + check(hot, nhot, ncold, gen);
-	printf("verify: %zu pages, %zu mismatches\n", ncold + nhot, bad);
+	if (hot2)
+		bad += check(hot2, nhot, ncold + nhot, gen2);
+	printf("verify: %zu pages, %zu mismatches, %lu passes\n", ncold + nhot * (hot2 ? 2 : 1), bad, passes);
 	fflush(stdout);
 	return bad ? 1 : 0;
 }

@@ -20,7 +20,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include "access.h"
+#include "exec.h"
+#include "rt_proto.h"
+#include "softdirty.h"
+#include "uffd.h"
 #include "ctl.h"
 #include "dconfig.h"
 #include "idmap.h"
@@ -325,6 +335,116 @@ static void rm_tree(void)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The fault path of tierbal exec, in this process: a write to a protected
+ * page blocks until the fault thread opens its window, and the event names
+ * the window; the rest of the region stays protected (pagemap says so). */
+static void test_uffd(void **state)
+{
+	(void)state;
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		fail_msg("userfaultfd: %s (tierbal exec needs it: run the tests as root)", strerror(errno));
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+	assert_int_equal(ioctl(fd, UFFDIO_API, &api), 0);
+	struct tb_uffd *u;
+	char err[256];
+	assert_int_equal(tb_uffd_new(&u, 3, err, sizeof(err)), -EINVAL); /* not a power of two */
+	assert_int_equal(tb_uffd_new(&u, 4, err, sizeof(err)), 0);
+	pid_t me = getpid();
+	assert_int_equal(tb_uffd_attach(u, me, fd), 0);
+	assert_true(tb_uffd_has(u, me));
+	size_t n = 64;
+	/* windows are aligned in the address space: align the region so that they are in it too */
+	char *m = mmap(NULL, 4u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	char *r = (char *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+	madvise(r, n * 4096, MADV_NOHUGEPAGE);
+	memset(r, 1, n * 4096);
+	struct tb_vma v = {(uintptr_t)m, (uintptr_t)m + (4u << 20), true, true, true, true};
+	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0);
+	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0); /* known: not registered twice */
+	assert_int_equal(tb_uffd_protect(u, me, (uintptr_t)r, n * 4096), 0);
+
+	r[10 * 4096] = 2; /* blocks until the fault thread lifts the protection */
+	r[9 * 4096] = 2;  /* same window of 4 pages: no second fault */
+	r[20 * 4096] = 2;
+	struct tb_uffd_event ev[8];
+	size_t got = 0;
+	for (int i = 0; i < 50 && got < 2; i++) {
+		struct pollfd pf = {tb_uffd_wake_fd(u), POLLIN, 0};
+		poll(&pf, 1, 100);
+		got += tb_uffd_drain(u, ev + got, 8 - got);
+	}
+	assert_int_equal(got, 2);
+	assert_int_equal(ev[0].pid, me);
+	assert_true(ev[0].addr == (uintptr_t)r + 8 * 4096 && ev[0].pages == 4 && ev[0].write);
+	assert_true(ev[1].addr == (uintptr_t)r + 20 * 4096 && ev[1].pages == 4);
+	assert_true(ev[1].t_ns >= ev[0].t_ns);
+
+	int pm = tb_proc_open(0, "pagemap", O_RDONLY);
+	assert_true(pm >= 0);
+	uint64_t e[64];
+	assert_int_equal(tb_pagemap_read(pm, (uintptr_t)r, n, e), 0);
+	close(pm);
+	assert_false(e[9] & TB_PM_UFFD_WP);
+	assert_false(e[11] & TB_PM_UFFD_WP);
+	assert_true(e[12] & TB_PM_UFFD_WP); /* outside the opened window: still protected */
+	assert_true(e[63] & TB_PM_UFFD_WP);
+	struct tb_uffd_stats st;
+	tb_uffd_stats(u, &st);
+	assert_int_equal(st.faults, 2);
+	assert_int_equal(st.resolve_errors, 0);
+	assert_int_equal(st.registered, 1);
+	assert_int_equal(st.protected_pages, n);
+	/* freeing drops the registration: writes go through without anyone answering */
+	tb_uffd_free(u);
+	r[40 * 4096] = 3;
+	assert_int_equal(r[40 * 4096], 3);
+	munmap(m, 4u << 20);
+}
+
+static int connect_to(const char *name)
+{
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t l = strlen(name);
+	memcpy(sa.sun_path, name, l);
+	sa.sun_path[0] = '\0';
+	assert_int_equal(connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + l)), 0);
+	return s;
+}
+
+/* tierbal exec's helpers: static programs, the runtime's hello, descendants */
+static void test_exec_helpers(void **state)
+{
+	(void)state;
+	assert_false(tb_exec_is_static("sh"));
+	assert_false(tb_exec_is_static("/nonexistent/prog"));
+	char name[108], err[256];
+	int l = tb_exec_listen(name, sizeof(name), err, sizeof(err));
+	assert_true(l >= 0);
+	assert_true(name[0] == '@');
+	pid_t pid;
+	int uffd, rt_err;
+	assert_int_equal(tb_exec_accept(l, &pid, &uffd, &rt_err), -EAGAIN); /* nobody there */
+	int c = connect_to(name);
+	assert_int_equal(send(c, "hello", 5, 0), 5);
+	assert_int_equal(tb_exec_accept(l, &pid, &uffd, &rt_err), -EPROTO);
+	close(c);
+	c = connect_to(name);
+	struct tb_rt_hello h = {.magic = TB_RT_MAGIC, .version = TB_RT_VERSION, .err = EPERM};
+	assert_int_equal(send(c, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	assert_int_equal(tb_exec_accept(l, &pid, &uffd, &rt_err), 0);
+	assert_int_equal(pid, getpid());
+	assert_int_equal(uffd, -1);
+	assert_int_equal(rt_err, EPERM);
+	close(c);
+	close(l);
+	assert_true(tb_exec_descends(getpid(), getpid()));
+	assert_true(tb_exec_descends(getpid(), getppid()));
+	assert_false(tb_exec_descends(getppid(), getpid()));
+}
+
 static void test_damon_sysfs(void **state)
 {
 	(void)state;
@@ -366,7 +486,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),       cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_target_checks),
 		cmocka_unit_test(test_cgroup_pids),  cmocka_unit_test(test_idmap),     cmocka_unit_test(test_stretches),
-		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs),
+		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd),
+		cmocka_unit_test(test_exec_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,240 @@
+/* Runs in the guest (tier layout), from bench/kernel-compare: one run of the
+ * side-by-side comparison. The workload is guest_hotcold: node 0 full of cold
+ * pages, a 64 MiB hot set written without pause on node 1, and after SHIFT_S
+ * seconds a second 64 MiB hot set on node 1 takes over.
+ *
+ *   usage: guest_compare none|kernel|exec|run SECONDS SHIFT_S
+ *
+ * none    no balancing at all
+ * kernel  the kernel's own: numa_balancing = 2 (memory tiering), demotion on
+ * exec    tierbal exec (hint faults from userfaultfd), the dynamic guest_hotcold_dyn
+ * run     tierbal run --pid, with its best sampler here (soft-dirty)
+ *
+ * Every second it prints a SAMPLE line: the share of the current hot set on
+ * node 0 (move_pages, nodes = NULL), page moves and ping-pongs seen by
+ * comparing every page's node with the second before, /proc/vmstat deltas
+ * and tierbal's own counters; at the end a RESULT line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mover.h"
+
+#define SOCK "/tmp/compare.sock"
+#define PAGE 4096u
+
+static const char *const vm_names[] = {"pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd",
+				       "pgdemote_direct",   "numa_hint_faults",    "numa_hint_faults_local",
+				       "pgmigrate_success", "pgmigrate_fail",      "numa_pages_migrated"};
+#define NR_VM (sizeof(vm_names) / sizeof(vm_names[0]))
+static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd", "numa_hint_faults", "uffd_faults"};
+#define NR_TB (sizeof(tb_names) / sizeof(tb_names[0]))
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void put(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(val, f);
+		fclose(f);
+	}
+}
+
+static void vmstat(long long *v)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char name[64];
+	long long x;
+	memset(v, 0, NR_VM * sizeof(*v));
+	while (f && fscanf(f, "%63s %lld", name, &x) == 2)
+		for (size_t i = 0; i < NR_VM; i++)
+			if (!strcmp(name, vm_names[i]))
+				v[i] = x;
+	if (f)
+		fclose(f);
+}
+
+/* tierbal's counters through its control socket (tierbal stat), or -1 */
+static void tb_stats(long long *v)
+{
+	for (size_t i = 0; i < NR_TB; i++)
+		v[i] = -1;
+	FILE *p = popen("tierbal stat --socket " SOCK " 2>/dev/null", "r");
+	char name[64];
+	char val[64];
+	while (p && fscanf(p, "%63s %63s", name, val) == 2)
+		for (size_t i = 0; i < NR_TB; i++)
+			if (!strcmp(name, tb_names[i]))
+				v[i] = atoll(val);
+	if (p)
+		pclose(p);
+}
+
+static pid_t spawn(char *const argv[], int out_fd, const char *log)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: guest_compare none|kernel|exec|run SECONDS SHIFT_S\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	int secs = atoi(argv[2]), shift = atoi(argv[3]);
+	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec"), run = !strcmp(mode, "run");
+	if (!kernel && !exec && !run && strcmp(mode, "none")) {
+		fprintf(stderr, "guest_compare: unknown mode '%s'\n", mode);
+		return 2;
+	}
+	put("/proc/sys/kernel/numa_balancing", kernel ? "2" : "0");
+	put("/sys/kernel/mm/numa/demotion_enabled", kernel ? "true" : "false");
+	signal(SIGPIPE, SIG_IGN);
+
+	int fds[2];
+	if (pipe(fds))
+		return 1;
+	char shift_s[16];
+	snprintf(shift_s, sizeof(shift_s), "%d", shift);
+	/* 100 MiB left free: tierbal exec starts while the program fills node 0 and needs some */
+	char *direct[] = {"guest_hotcold", "100", "64", shift_s, NULL};
+	char *under[] = {"tierbal", "exec", "--socket", SOCK, "--log", "/tmp/compare-exec.log", "--",
+			 "guest_hotcold_dyn", "100", "64", shift_s, NULL};
+	pid_t runner = spawn(exec ? under : direct, fds[1], "/tmp/compare-target.log");
+	close(fds[1]);
+	FILE *out = fdopen(fds[0], "r");
+	char line[512];
+	int pid = 0;
+	unsigned long cold, hot, hot2;
+	size_t ncold, nhot, nhot2;
+	if (!out || !fgets(line, sizeof(line), out) ||
+	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu", &pid, &cold, &ncold, &hot, &nhot, &hot2, &nhot2) !=
+		    7) {
+		fprintf(stderr, "guest_compare: the workload did not start (see /tmp/compare-target.log)\n");
+		return 1;
+	}
+	pid_t daemon = 0;
+	if (run) {
+		char p[16];
+		snprintf(p, sizeof(p), "%d", pid);
+		char *d[] = {"tierbal", "run", "--pid", p, "--socket", SOCK, NULL};
+		daemon = spawn(d, -1, "/tmp/compare-run.log");
+	}
+	/* every page of the workload, and where it was a second ago */
+	size_t n = ncold + nhot + nhot2;
+	void **pages = malloc(n * sizeof(*pages));
+	int *node = malloc(n * sizeof(*node)), *last = malloc(n * sizeof(*last)), *before = malloc(n * sizeof(*before));
+	if (!pages || !node || !last || !before)
+		return 1;
+	for (size_t i = 0; i < ncold; i++)
+		pages[i] = (void *)(cold + i * PAGE);
+	for (size_t i = 0; i < nhot; i++)
+		pages[ncold + i] = (void *)(hot + i * PAGE);
+	for (size_t i = 0; i < nhot2; i++)
+		pages[ncold + nhot + i] = (void *)(hot2 + i * PAGE);
+	tb_mover_query(pid, pages, n, last);
+	for (size_t i = 0; i < n; i++)
+		before[i] = -1;
+	long long vm0[NR_VM], vm[NR_VM], tb[NR_TB];
+	vmstat(vm0);
+	double t0 = now_s(), t90a = -1, t90b = -1, share_a = 0, share_b = 0;
+	long long moves = 0, pingpong = 0;
+	for (int s = 1; s <= secs; s++) {
+		double next = t0 + s;
+		for (double w; (w = next - now_s()) > 0;) {
+			struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+			nanosleep(&ts, NULL);
+		}
+		if (tb_mover_query(pid, pages, n, node))
+			break;
+		for (size_t i = 0; i < n; i++) {
+			if (node[i] < 0 || node[i] == last[i] || last[i] < 0) {
+				if (last[i] < 0)
+					last[i] = node[i];
+				continue;
+			}
+			moves++;
+			if (node[i] == before[i])
+				pingpong++; /* back where it was before its last move */
+			before[i] = last[i];
+			last[i] = node[i];
+		}
+		bool second = s > shift;
+		size_t first = second ? ncold + nhot : ncold, cnt = second ? nhot2 : nhot, on0 = 0;
+		for (size_t i = first; i < first + cnt; i++)
+			on0 += node[i] == 0;
+		double share = (double)on0 / (double)cnt;
+		if (!second) {
+			share_a = share;
+			if (t90a < 0 && share >= 0.9)
+				t90a = s;
+		} else {
+			share_b = share;
+			if (t90b < 0 && share >= 0.9)
+				t90b = s - shift;
+		}
+		vmstat(vm);
+		if (exec || run)
+			tb_stats(tb);
+		else
+			for (size_t i = 0; i < NR_TB; i++)
+				tb[i] = -1;
+		printf("SAMPLE mode=%s t=%d phase=%d hot_share=%.4f moves=%lld pingpong=%lld", mode, s, second ? 2 : 1, share,
+		       moves, pingpong);
+		for (size_t i = 0; i < NR_VM; i++)
+			printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
+		for (size_t i = 0; i < NR_TB; i++)
+			printf(" tb_%s=%lld", tb_names[i], tb[i]);
+		printf("\n");
+		fflush(stdout);
+	}
+	kill(pid, SIGUSR1);
+	size_t checked = 0, mism = 1;
+	unsigned long passes = 0;
+	if (!fgets(line, sizeof(line), out) ||
+	    sscanf(line, "verify: %zu pages, %zu mismatches, %lu passes", &checked, &mism, &passes) != 3)
+		mism = 1;
+	if (daemon) {
+		kill(daemon, SIGTERM);
+		waitpid(daemon, NULL, 0);
+	}
+	int st = 0;
+	waitpid(runner, &st, 0);
+	put("/proc/sys/kernel/numa_balancing", "0");
+	put("/sys/kernel/mm/numa/demotion_enabled", "false");
+	printf("RESULT compare mode=%s seconds=%d shift=%d t90_phase1=%.0f share_phase1=%.4f t90_phase2=%.0f "
+	       "share_phase2=%.4f moves=%lld pingpong=%lld",
+	       mode, secs, shift, t90a, share_a, t90b, share_b, moves, pingpong);
+	for (size_t i = 0; i < NR_VM; i++)
+		printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
+	for (size_t i = 0; i < NR_TB; i++)
+		printf(" tb_%s=%lld", tb_names[i], tb[i]);
+	printf(" checked_pages=%zu mismatches=%zu passes=%lu exit=%d\n", checked, mism, passes,
+	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return mism != 0;
+}

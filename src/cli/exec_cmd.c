@@ -1,0 +1,164 @@
+/* tierbal exec: start a program under tierbal, with hint faults from user space. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../daemon/daemon.h"
+#include "cli.h"
+
+static void exec_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: tierbal exec [--policy P] [--set KNOB=VALUE]... [--scan-period-ms MS] [--scan-size-mb MB]\n"
+		"                    [--scan-delay-ms MS] [--window-kb KB] [--sample-ms MS]\n"
+		"                    [--sampler auto|damon|softdirty|none] [--config FILE] [--socket PATH]\n"
+		"                    [--log FILE] [--verbose] [--stats[=FILE]] [--] PROGRAM [ARG]...\n"
+		"\n"
+		"Runs PROGRAM with tierbal's runtime preloaded (LD_PRELOAD) and manages its memory, and that\n"
+		"of the processes it forks and execs, as 'tierbal run' does, with one more signal: the\n"
+		"engine's scanner write-protects windows of pages (userfaultfd), and the first write to each\n"
+		"is a hint fault with its scan-to-fault latency, as the kernel's NUMA hint faults.\n"
+		"\n"
+		"  --policy P            promotion policy (default hot-threshold)\n"
+		"  --set KNOB=VALUE      an engine knob, as in 'tierbal sim --set'\n"
+		"  --scan-period-ms MS   shortest time for one scan pass over the memory\n"
+		"                        (numa_balancing_scan_period_min_ms, default 1000)\n"
+		"  --scan-size-mb MB     pages write-protected per scan window (numa_balancing_scan_size_mb, 256)\n"
+		"  --scan-delay-ms MS    wait before the first scan (numa_balancing_scan_delay_ms, 1000)\n"
+		"  --window-kb KB        what one write fault opens, and stands for: the aligned KB around it\n"
+		"                        (a power of two, 4 to 2048, default 64): fewer faults, coarser view\n"
+		"  --sample-ms MS        one round of the engine (discovery, sampler, scanner, demotion) every MS\n"
+		"                        (default 200, as tierbal run)\n"
+		"  --sampler S           what tells which pages are in use, besides the faults (default auto:\n"
+		"                        DAMON, else soft-dirty, else none)\n"
+		"  --config FILE         a tierbal run configuration ([daemon], [knobs], [node N])\n"
+		"  --socket PATH         a control socket for 'tierbal stat' (default: none)\n"
+		"  --log FILE            append tierbal's messages to FILE (default: they are dropped)\n"
+		"  --verbose             tierbal's messages on standard error\n"
+		"  --stats[=FILE]        the counters after the program has exited, on standard error or in FILE\n"
+		"\n"
+		"The program's standard input, output and error are its own. tierbal exits with the program's\n"
+		"exit status, or dies of the same signal; 126/127 when PROGRAM cannot be run.\n");
+}
+
+static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *name, const char *val)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(val, &end, 10);
+	if (errno || end == val || *end || v == 0 || v > 100000000ul) {
+		fprintf(stderr, "tierbal exec: '%s' is not a positive whole number (for %s)\n", val, name);
+		return -EINVAL;
+	}
+	if (o->nr_sets == TB_RUN_MAX_SETS) {
+		fprintf(stderr, "tierbal exec: too many knobs\n");
+		return -E2BIG;
+	}
+	snprintf(buf, len, "%s=%lu", name, v);
+	o->sets[o->nr_sets++] = buf;
+	return 0;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"policy", required_argument, NULL, 'P'},      {"set", required_argument, NULL, 'S'},
+		{"scan-period-ms", required_argument, NULL, 'T'}, {"scan-size-mb", required_argument, NULL, 'Z'},
+		{"scan-delay-ms", required_argument, NULL, 'D'}, {"sampler", required_argument, NULL, 's'},
+		{"config", required_argument, NULL, 'c'},      {"socket", required_argument, NULL, 'k'},
+		{"log", required_argument, NULL, 'l'},         {"verbose", no_argument, NULL, 'v'},
+		{"stats", optional_argument, NULL, 'x'},       {"sample-ms", required_argument, NULL, 'm'},
+		{"window-kb", required_argument, NULL, 'w'},             {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static char knobs[3][96];
+	struct tb_run_opts o = {0};
+	int ch;
+	opterr = 0;
+	optind = 1;
+	/* "+": options end at PROGRAM, whose own options are left alone */
+	while ((ch = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'P':
+			o.policy = optarg;
+			break;
+		case 'S':
+			if (o.nr_sets == TB_RUN_MAX_SETS) {
+				fprintf(stderr, "tierbal exec: more than %d --set\n", TB_RUN_MAX_SETS);
+				return EXIT_USAGE;
+			}
+			o.sets[o.nr_sets++] = optarg;
+			break;
+		case 'T':
+			if (knob(&o, knobs[0], sizeof(knobs[0]), "numa_balancing_scan_period_min_ms", optarg))
+				return EXIT_USAGE;
+			break;
+		case 'Z':
+			if (knob(&o, knobs[1], sizeof(knobs[1]), "numa_balancing_scan_size_mb", optarg))
+				return EXIT_USAGE;
+			break;
+		case 'D':
+			if (knob(&o, knobs[2], sizeof(knobs[2]), "numa_balancing_scan_delay_ms", optarg))
+				return EXIT_USAGE;
+			break;
+		case 's':
+			o.sampler = optarg;
+			break;
+		case 'w': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || v < 4 || v > 2048 || (v & (v - 1))) {
+				fprintf(stderr, "tierbal exec: --window-kb '%s' is not a power of two from 4 to 2048\n", optarg);
+				return EXIT_USAGE;
+			}
+			o.exec_window_pages = (unsigned)(v / 4);
+			break;
+		}
+		case 'm': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || v < 10 || v > 60000) {
+				fprintf(stderr, "tierbal exec: --sample-ms '%s' is not 10 to 60000 ms\n", optarg);
+				return EXIT_USAGE;
+			}
+			o.sample_ms = (unsigned)v;
+			break;
+		}
+		case 'c':
+			o.config = optarg;
+			break;
+		case 'k':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "tierbal exec: --socket '%s' is not an absolute path\n", optarg);
+				return EXIT_USAGE;
+			}
+			o.socket = optarg;
+			break;
+		case 'l':
+			o.exec_log = optarg;
+			break;
+		case 'v':
+			o.exec_verbose = true;
+			break;
+		case 'x':
+			o.exec_stats = true;
+			o.exec_stats_file = optarg;
+			break;
+		case 'h':
+			exec_usage(stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "tierbal exec: %s '%s'\nTry 'tierbal exec --help'.\n",
+				optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "tierbal exec: no program given\nTry 'tierbal exec --help'.\n");
+		return EXIT_USAGE;
+	}
+	o.exec_argv = argv + optind;
+	return tb_daemon_run(&o);
+}

@@ -1,0 +1,132 @@
+#!/bin/bash
+# tierbal exec must be invisible: each program gives the same output and exit
+# status with and without it, while tierbal really write-protects its pages
+# and resolves the faults (the counters say how many).
+# usage: test_exec.sh TIERBAL TEST_BUILD_DIR RUNTIME_LIB
+set -u
+TB=$1
+BIN=$2
+export TIERBAL_RT_LIB=$3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 1
+ulimit -c 0 # the crash test must not leave core files
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+# aggressive scanning, page by page, so that even short programs are scanned many times; mode 3 also scans
+# the fast tier, which is all this one-node machine has
+FAST=(--set numa_balancing=3 --scan-delay-ms 1 --scan-period-ms 50 --scan-size-mb 64 --sample-ms 50 --window-kb 4)
+
+stat_of() { # stat_of FILE NAME
+	awk -v n="$2" '$1 == n {print $2}' "$1"
+}
+
+# same NAME MIN_FAULTS -- CMD...: output, error output and status identical; at least
+# MIN_FAULTS hint faults taken by tierbal
+same() {
+	local name=$1 min=$2
+	shift 3
+	# in a subshell each, so that bash's own "Segmentation fault" notice stays out of the log
+	("$@" >plain.out 2>plain.err </dev/null) 2>/dev/null
+	local rc1=$?
+	("$TB" exec "${FAST[@]}" --stats="$TMP/stats" --log "$TMP/log" -- "$@" >tb.out 2>tb.err </dev/null) 2>/dev/null
+	local rc2=$?
+	if [ "$rc1" != "$rc2" ]; then
+		bad "$name: exit status $rc2 under tierbal exec, $rc1 without"
+		sed 's/^/  | /' tb.err "$TMP/log" | tail -8
+		return
+	fi
+	if ! cmp -s plain.out tb.out || ! cmp -s plain.err tb.err; then
+		bad "$name: output differs under tierbal exec"
+		diff plain.out tb.out | head -5 | sed 's/^/  | /'
+		diff plain.err tb.err | head -5 | sed 's/^/  | /'
+		return
+	fi
+	local faults
+	faults=$(stat_of "$TMP/stats" uffd_faults)
+	if [ "${faults:-0}" -lt "$min" ]; then
+		bad "$name: only ${faults:-no} hint faults (wanted at least $min): tierbal did not really watch it"
+		sed 's/^/  | /' "$TMP/log" | tail -5
+		return
+	fi
+	local drop errs
+	drop=$(stat_of "$TMP/stats" uffd_queue_dropped)
+	errs=$(stat_of "$TMP/stats" uffd_resolve_errors)
+	ok "$name: same output and exit status $rc1, $faults hint faults, $drop dropped, $errs unresolved"
+}
+
+same "own SIGSEGV handler" 100 -- "$BIN/exec_segv_handler"
+grep -q "handler ran 12000 times (wanted 12000), right fault addresses" plain.out && ok "the program's handler saw only its own faults" ||
+	bad "segv_handler: $(cat plain.out)"
+same "a real crash (SIGSEGV)" 100 -- "$BIN/exec_crash"
+grep -q "about to crash" plain.out && [ "$(wc -l <plain.out)" = 1 ] && ok "the crash happens at the same place" ||
+	bad "the crash test did not crash where it should"
+same "8 threads writing" 100 -- "$BIN/exec_threads"
+same "fork and exec" 100 -- "$BIN/exec_forkexec"
+procs=$(stat_of "$TMP/stats" uffd_processes)
+[ "${procs:-0}" -ge 3 ] && ok "the forked child and the exec'd image handed over their memory too ($procs processes)" ||
+	bad "fork/exec: only ${procs:-0} processes reached tierbal (want 3: the program, its child, the exec'd image)"
+same "mmap/mremap/madvise/munmap churn, mappings bounded" 100 -- "$BIN/exec_churn"
+same "kernel writes into protected buffers, timer signals" 100 -- "$BIN/exec_io" "$TMP/io.dat"
+
+# real programs
+python3 - >lines.txt <<'PY'
+import random
+r = random.Random(42)
+words = ["tier", "page", "node", "hot", "cold", "numa", "fault", "scan", "demote", "promote"]
+for i in range(600000):
+    print(" ".join(r.choice(words) for _ in range(r.randint(2, 9))), r.randint(0, 10**9))
+PY
+same "sort of a generated file" 100 -- sort lines.txt
+same "sort -n -k2 -S 64M" 100 -- sort -n -k2 -S 64M lines.txt
+same "gzip round trip" 1 -- sh -c 'gzip -c lines.txt | gzip -dc | cksum'
+same "xz round trip" 100 -- sh -c 'xz -c -T1 lines.txt | xz -dc | cksum'
+if command -v sqlite3 >/dev/null; then
+	cat >db.sql <<'SQL'
+CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 800000)
+INSERT INTO t SELECT x, (x * 7919) % 1000, hex(randomblob(16)) FROM c;
+CREATE INDEX tk ON t(k);
+SELECT k, count(*), sum(id) FROM t GROUP BY k ORDER BY k LIMIT 5;
+SELECT count(DISTINCT k), max(id) FROM t WHERE k BETWEEN 10 AND 500;
+SQL
+	# randomblob differs between runs: only deterministic columns are printed
+	same "sqlite3 on a generated database" 100 -- sqlite3 :memory: ".read db.sql"
+else
+	bad "sqlite3 is not installed (scripts/setup.sh installs it)"
+fi
+
+# errors and edge cases of the command itself
+"$TB" exec -- /nonexistent/prog >out 2>err
+rc=$?
+[ $rc = 127 ] && grep -q "cannot run /nonexistent/prog: No such file" err && ok "a missing program: status 127, says so" ||
+	bad "missing program: status $rc: $(cat err)"
+printf '#!/bin/sh\n' >noexec.sh
+"$TB" exec -- ./noexec.sh >out 2>err
+rc=$?
+[ $rc = 126 ] && grep -q "Permission denied" err && ok "a program that is not executable: status 126" ||
+	bad "not executable: status $rc: $(cat err)"
+"$TB" exec >out 2>err
+[ $? = 2 ] && grep -q "no program given" err && ok "no program: usage error" || bad "no program: $(cat err)"
+"$TB" exec --scan-period-ms 0 -- true >out 2>err
+[ $? = 2 ] && grep -q "'0' is not a positive whole number" err && ok "a bad knob value is refused" ||
+	bad "bad knob: $(cat err)"
+"$TB" exec -- sh -c 'exit 42'
+[ $? = 42 ] && ok "the program's exit status is tierbal's" || bad "exit status not passed on"
+("$TB" exec -- sh -c 'kill -TERM $$') 2>/dev/null
+[ $? = 143 ] && ok "death by a signal is passed on (SIGTERM: 143)" || bad "signal death not passed on"
+"$TB" exec --log "$TMP/static.log" -- /bin/busybox true 2>/dev/null
+if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
+	grep -q "statically linked: LD_PRELOAD cannot reach it" "$TMP/static.log" &&
+		ok "a static program is run, and the log says it gets no hint faults" || bad "static program not reported"
+fi
+echo hello | "$TB" exec -- cat >out
+[ "$(cat out)" = hello ] && ok "standard input and output are the program's" || bad "stdin/stdout not passed through"
+TIERBAL_RT_LIB=/nonexistent.so "$TB" exec -- true 2>err
+[ $? = 1 ] && grep -q "TIERBAL_RT_LIB=/nonexistent.so" err && ok "a missing runtime library is reported" ||
+	bad "missing runtime: $(cat err)"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
