@@ -201,11 +201,11 @@ static int exec_start(const struct tb_run_opts *o, struct exec_state *x, struct 
 		}
 	}
 	/* blocked before the fork, or a quick program's SIGCHLD is lost before signalfd exists */
-	sigset_t chld;
+	sigset_t chld, mask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	rc = tb_exec_spawn(o->exec_argv, rtlib, x->rtname, &x->child, err, sizeof(err));
+	sigprocmask(SIG_BLOCK, &chld, &mask);
+	rc = tb_exec_spawn(o->exec_argv, rtlib, x->rtname, &mask, &x->child, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tierbal exec: %s\n", err);
 		if (logfd >= 0)

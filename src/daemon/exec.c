@@ -137,7 +137,8 @@ static void set_preload(const char *rtlib)
 	free(v);
 }
 
-int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, pid_t *pid, char *err, size_t len)
+int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, const sigset_t *mask, pid_t *pid,
+		  char *err, size_t len)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC)) {
@@ -153,12 +154,9 @@ int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, p
 	}
 	if (c == 0) {
 		close(p[0]);
-		sigset_t all;
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		for (int s = 1; s < NSIG; s++)
-			if (s != SIGKILL && s != SIGSTOP)
-				signal(s, SIG_DFL); /* the program starts as it would from the shell */
+		/* the mask tierbal was started with; ignored signals stay ignored (nohup),
+		 * handlers are reset by exec */
+		sigprocmask(SIG_SETMASK, mask, NULL);
 		if (rtlib)
 			set_preload(rtlib);
 		setenv(TB_RT_ENV_SOCKET, sockname, 1);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <sys/types.h>
 
 /* Pages one write fault opens by default (64 KiB): one round trip to tierbal
@@ -25,10 +26,12 @@ bool tb_exec_is_static(const char *prog);
 int tb_exec_listen(char *name, size_t len, char *err, size_t elen);
 
 /* Starts argv with the runtime preloaded and the socket name in its
- * environment, with default signal handling (whatever tierbal blocks or
- * ignores is not passed on). Returns once exec succeeded: 0 and *pid, or a
- * negative errno with a message (no such program, not executable, ...). */
-int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, pid_t *pid, char *err, size_t len);
+ * environment, and the signal mask tierbal itself was started with (mask),
+ * so that it runs as it would without tierbal. Returns once exec succeeded:
+ * 0 and *pid, or a negative errno with a message (no such program, not
+ * executable, ...). */
+int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, const sigset_t *mask, pid_t *pid,
+		  char *err, size_t len);
 
 /* Takes one connection: the sender's pid, and its userfaultfd (-1 when the
  * runtime could not make one; *rt_err then says why). 0 or a negative errno

@@ -261,12 +261,14 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 		if (!known(p, &v[i])) {
 			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start},
 						    .mode = UFFDIO_REGISTER_MODE_WP};
-			/* EBUSY: the program uses a userfaultfd of its own there; leave it alone */
+			/* EBUSY: the program uses a userfaultfd of its own there; leave it
+			 * alone, and do not ask again while the mapping stays as it is */
 			if (ioctl(p->fd, UFFDIO_REGISTER, &r)) {
 				failed++;
 				pthread_mutex_lock(&u->lock);
 				u->st.register_errors++;
 				pthread_mutex_unlock(&u->lock);
+				now[k++] = (struct range){v[i].start, v[i].end};
 				continue;
 			}
 			pthread_mutex_lock(&u->lock);

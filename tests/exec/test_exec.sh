@@ -122,6 +122,9 @@ if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
 	grep -q "statically linked: LD_PRELOAD cannot reach it" "$TMP/static.log" &&
 		ok "a static program is run, and the log says it gets no hint faults" || bad "static program not reported"
 fi
+out=$( (trap '' HUP; "$TB" exec -- sh -c 'kill -HUP $$; echo survived') 2>&1)
+[ "$out" = survived ] && ok "an ignored signal stays ignored in the program (as under nohup)" ||
+	bad "ignored SIGHUP not passed on: $out"
 echo hello | "$TB" exec -- cat >out
 [ "$(cat out)" = hello ] && ok "standard input and output are the program's" || bad "stdin/stdout not passed through"
 TIERBAL_RT_LIB=/nonexistent.so "$TB" exec -- true 2>err
