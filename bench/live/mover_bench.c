@@ -30,13 +30,8 @@ static double now_s(void)
 
 static size_t on_node(pid_t pid, void **pages, size_t n, int node)
 {
-	int *st = malloc(n * sizeof(*st));
-	size_t c = 0;
-	if (st && tb_mover_query(pid, pages, n, st) == 0)
-		for (size_t i = 0; i < n; i++)
-			c += st[i] == node;
-	free(st);
-	return c;
+	size_t c;
+	return tb_mover_count(pid, pages, n, node, &c) ? 0 : c;
 }
 
 /* migratepages PID FROM TO, timed from fork to exit: what a user of it pays */

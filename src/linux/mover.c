@@ -53,3 +53,18 @@ int tb_mover_query(pid_t pid, void *const *pages, size_t n, int *status)
 {
 	return batched(pid, pages, n, -1, status, NULL);
 }
+
+int tb_mover_count(pid_t pid, void *const *pages, size_t n, int node, size_t *count)
+{
+	int st[TB_MOVE_BATCH];
+	*count = 0;
+	for (size_t i = 0; i < n; i += TB_MOVE_BATCH) {
+		size_t m = n - i < TB_MOVE_BATCH ? n - i : TB_MOVE_BATCH;
+		int rc = batched(pid, pages + i, m, -1, st, NULL);
+		if (rc)
+			return rc;
+		for (size_t k = 0; k < m; k++)
+			*count += st[k] == node;
+	}
+	return 0;
+}

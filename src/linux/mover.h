@@ -27,5 +27,7 @@ int tb_mover_move(pid_t pid, void *const *pages, size_t n, int node, int *status
 
 /* Where the pages are: status[i] = node or a negative errno (move_pages with nodes = NULL). */
 int tb_mover_query(pid_t pid, void *const *pages, size_t n, int *status);
+/* How many of the pages are on node (0 when the query fails, with its errno returned). */
+int tb_mover_count(pid_t pid, void *const *pages, size_t n, int node, size_t *count);
 
 #endif

@@ -112,13 +112,8 @@ static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_m
 
 static size_t on_node(pid_t pid, void **pages, size_t n, int node)
 {
-	int *st = malloc(n * sizeof(*st));
-	size_t c = 0;
-	if (st && tb_mover_query(pid, pages, n, st) == 0)
-		for (size_t i = 0; i < n; i++)
-			c += st[i] == node;
-	free(st);
-	return c;
+	size_t c;
+	return tb_mover_count(pid, pages, n, node, &c) ? 0 : c;
 }
 
 /* SIGUSR1: the program checks every page and exits; returns its mismatches (or -1) */

@@ -22,13 +22,8 @@ static void check(int ok, const char *what)
 
 static size_t on_node(void **pages, size_t n, int node)
 {
-	int *st = calloc(n, sizeof(*st));
-	size_t c = 0;
-	if (st && tb_mover_query(0, pages, n, st) == 0)
-		for (size_t i = 0; i < n; i++)
-			c += st[i] == node;
-	free(st);
-	return c;
+	size_t c;
+	return tb_mover_count(0, pages, n, node, &c) ? 0 : c;
 }
 
 static uint64_t pattern(size_t page, size_t word)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "mover.h"
 #include "softdirty.h"
 #include "topology.h"
 
@@ -85,10 +86,36 @@ static void test_softdirty_probe_answers(void **state)
 	assert_int_equal(tb_sd_clear(999999), -ENOENT);
 }
 
+/* On this one-node machine every present page is on node 0: counted across
+ * more than one move_pages batch; pages never touched are on no node. */
+static void test_mover_count(void **state)
+{
+	(void)state;
+	size_t n = TB_MOVE_BATCH * 2 + 100;
+	char *m = mmap(NULL, n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	void **pages = calloc(n, sizeof(*pages));
+	assert_non_null(pages);
+	for (size_t i = 0; i < n; i++) {
+		pages[i] = m + i * 4096;
+		if (i % 3)
+			m[i * 4096] = 1;
+	}
+	size_t c = 99;
+	assert_int_equal(tb_mover_count(0, pages, n, 0, &c), 0);
+	assert_int_equal(c, n - (n + 2) / 3);
+	assert_int_equal(tb_mover_count(0, pages, n, 1, &c), 0);
+	assert_int_equal(c, 0);
+	assert_int_equal(tb_mover_count(4194304, pages, n, 0, &c), -ESRCH);
+	free(pages);
+	munmap(m, n * 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_nodelist), cmocka_unit_test(test_maps_lines),
 					   cmocka_unit_test(test_maps_of_self),
-					   cmocka_unit_test(test_softdirty_probe_answers)};
+					   cmocka_unit_test(test_softdirty_probe_answers),
+					   cmocka_unit_test(test_mover_count)};
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
 }
