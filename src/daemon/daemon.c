@@ -456,8 +456,8 @@ int tb_daemon_run(const struct tb_run_opts *o)
 			why_stop = o->once ? "one pass done" : "duration reached";
 			break;
 		}
-		while (o->exec_argv && !x.exited && waitpid(x.child, &x.status, WNOHANG) == x.child)
-			x.exited = WIFEXITED(x.status) || WIFSIGNALED(x.status);
+		if (o->exec_argv && !x.exited && waitpid(x.child, &x.status, WNOHANG) == x.child)
+			x.exited = true; /* without WUNTRACED, only an exit or a fatal signal is reported */
 		if (x.exited) {
 			why_stop = "the program exited";
 			break;

@@ -7,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "maps.h"
 #include "softdirty.h"
 
 #define PS_YOUNG 0x1u /* accessed since the engine last asked */
@@ -384,15 +383,22 @@ void tb_live_free(struct tb_live *l)
 
 /* ---- targets ---- */
 
-/* Gives the target chunks for the stretches it uses now, frees the others. */
+/* Gives the target chunks for the stretches it uses now, frees the others,
+ * and registers its mappings with its userfaultfd if it has one. */
 static int update_chunks(struct tb_live *l, size_t slot)
 {
 	struct tb_target *t = l->t[slot];
 	struct tb_tchunk *want;
-	size_t n;
-	int rc = tb_target_stretches(t, &want, &n);
+	struct tb_vma *v = NULL;
+	size_t n, nv = 0;
+	bool uffd = l->uffd && tb_uffd_has(l->uffd, t->pid);
+	int rc = tb_target_stretches(t, &want, &n, uffd ? &v : NULL, &nv);
 	if (rc)
 		return rc;
+	if (uffd) {
+		tb_uffd_sync(l->uffd, t->pid, v, nv);
+		free(v);
+	}
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
 		while (j < t->nr_chunks && t->chunks[j].base < want[i].base) {
@@ -500,22 +506,6 @@ static bool in_list(const pid_t *v, size_t n, pid_t p)
 static void forget_gone(struct tb_live *l);
 static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n);
 
-/* Registers the process's managed mappings with its userfaultfd, if it has one. */
-static void sync_uffd(struct tb_live *l, struct tb_target *t)
-{
-	if (!l->uffd || !tb_uffd_has(l->uffd, t->pid))
-		return;
-	struct tb_vma *v;
-	size_t n, k = 0;
-	if (tb_maps_read(t->pid, &v, &n))
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (tb_target_managed_vma(&v[i]))
-			v[k++] = v[i];
-	tb_uffd_sync(l->uffd, t->pid, v, k);
-	free(v);
-}
-
 int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t len)
 {
 	if (!l->uffd) {
@@ -537,8 +527,8 @@ int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t 
 		return rc;
 	}
 	for (size_t i = 0; i < l->nr_t; i++)
-		if (l->t[i] && l->t[i]->pid == pid)
-			sync_uffd(l, l->t[i]);
+		if (l->t[i] && l->t[i]->pid == pid && update_chunks(l, i))
+			l->c[TB_L_sample_errors]++; /* the next refresh tries again */
 	return 0;
 }
 
@@ -602,8 +592,6 @@ void tb_live_refresh(struct tb_live *l, const char *cgroup)
 			drop_target(l, i, "exited");
 		else if (rc)
 			l->c[TB_L_sample_errors]++;
-		else
-			sync_uffd(l, t);
 	}
 	for (size_t i = 0; have_cg && i < nm; i++) {
 		char err[256];

@@ -90,10 +90,11 @@ bool tb_target_managed_vma(const struct tb_vma *v)
 	return v->anon && v->private && v->writable && v->readable;
 }
 
-int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n)
+int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n, struct tb_vma **managed,
+			size_t *nmanaged)
 {
 	struct tb_vma *v;
-	size_t nv;
+	size_t nv, nm = 0;
 	*out = NULL;
 	*n = 0;
 	int rc = tb_maps_read(t->pid, &v, &nv);
@@ -103,6 +104,7 @@ int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n)
 	for (size_t i = 0; i < nv && !rc; i++) {
 		if (!tb_target_managed_vma(&v[i]))
 			continue;
+		v[nm++] = v[i]; /* i >= nm: the maps are compacted in place to the managed ones */
 		for (uintptr_t a = v[i].start & ~(TB_CHUNK_BYTES - 1); a < v[i].end; a += TB_CHUNK_BYTES) {
 			/* maps are sorted, so a stretch shared by two mappings is the last one */
 			if (!*n || (*out)[*n - 1].base != a) {
@@ -125,11 +127,16 @@ int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n)
 				c->elig[p / 64] |= 1ull << (p % 64);
 		}
 	}
-	free(v);
 	if (rc) {
 		free(*out);
 		*out = NULL;
 		*n = 0;
+	}
+	if (managed && !rc) {
+		*managed = v;
+		*nmanaged = nm;
+	} else {
+		free(v);
 	}
 	return rc;
 }

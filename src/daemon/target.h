@@ -45,8 +45,10 @@ bool tb_target_managed_vma(const struct tb_vma *v);
 
 /* The stretches that should have chunks now: for each 2 MiB stretch that
  * overlaps a private anonymous writable mapping, its eligibility mask.
- * Returns a malloc'd array sorted by base. */
-int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n);
+ * Returns a malloc'd array sorted by base. With managed non-NULL, also
+ * those mappings themselves (malloc'd), from the same read of the maps. */
+int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n, struct tb_vma **managed,
+			size_t *nmanaged);
 
 /* The chunk covering addr, or NULL. */
 struct tb_tchunk *tb_target_find(struct tb_target *t, uintptr_t base);

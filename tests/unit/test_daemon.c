@@ -180,7 +180,7 @@ static void test_stretches(void **state)
 	struct tb_target t = {.pid = getpid(), .pagemap_fd = -1};
 	struct tb_tchunk *s;
 	size_t n;
-	assert_int_equal(tb_target_stretches(&t, &s, &n), 0);
+	assert_int_equal(tb_target_stretches(&t, &s, &n, NULL, NULL), 0);
 	const struct tb_tchunk *found = NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (i)
