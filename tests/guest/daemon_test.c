@@ -426,7 +426,8 @@ static void test_cgroup(void)
 }
 
 /* tierbal exec on a dynamic guest_hotcold: hint faults from userfaultfd promote
- * the hot set, cold pages are demoted, every page keeps its checksum */
+ * the hot set, cold pages are demoted, every page keeps its checksum. The hot set
+ * (128 MiB) is larger than the room left on node 0 (100 MiB), so demotion is needed */
 static void test_exec(void)
 {
 	if (access("/test/guest_hotcold_dyn", X_OK) || access("/test/libtierbal-rt.so", R_OK)) {
@@ -436,7 +437,7 @@ static void test_exec(void)
 	struct prog p;
 	/* 100 MiB left free, not 40: tierbal exec starts while the program fills node 0, and needs some */
 	char *argv[] = {"tierbal", "exec", "--stats=/tmp/exec.stats", "--log", "/tmp/exec.log", "--socket", SOCK,
-			"--", "guest_hotcold_dyn", "100", "64", NULL};
+			"--", "guest_hotcold_dyn", "100", "128", NULL};
 	if (start_prog(&p, argv)) {
 		check(0, "tierbal exec started guest_hotcold_dyn");
 		return;
