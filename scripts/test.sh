@@ -1,6 +1,8 @@
 #!/bin/bash
 # The whole test suite: unit tests (cmocka) and command-line tests, once in
-# the release build and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+# the release build and once under AddressSanitizer + UndefinedBehaviorSanitizer;
+# a short fuzzing run of every parser; cppcheck and clang-tidy; the unit tests
+# under valgrind; the live tests in the two-node QEMU guest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,13 +20,33 @@ ninja -C build-asan >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-asan --print-errorlogs --verbose --timeout-multiplier 4 || rc=1
 
+echo "=== fuzzing: every parser, libFuzzer + ASan + UBSan (scripts/fuzz.sh) ==="
+bash scripts/fuzz.sh 2>&1 | tee build/fuzz.log || rc=1
+
+echo "=== static analysis: cppcheck, clang-tidy (scripts/analyze.sh) ==="
+bash scripts/analyze.sh 2>&1 | tee build/analyze.log || rc=1
+
+echo "=== unit tests under valgrind (scripts/valgrind.sh) ==="
+bash scripts/valgrind.sh 2>&1 | tee build/valgrind.log || rc=1
+
 echo "=== live tests in a two-node QEMU guest ==="
 bash tests/guest/test_guest.sh 2>&1 | tee build/guest.log || rc=1
 
 # one closing line over both builds and the guest: test cases, from each suite's own summary
-python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build/guest.log <<'PY'
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build/guest.log build/fuzz.log \
+	build/analyze.log build/valgrind.log <<'PY'
 import json, re, sys
 passed = failed = 0
+for path, name in [(sys.argv[4], "fuzz"), (sys.argv[6], "valgrind")]:
+    r = re.findall(rf"^{name}: (\d+) passed, (\d+) failed", open(path).read(), re.M)
+    if not r:
+        print(f"failed suite: {name} (no result)")
+        failed += 1
+    passed += sum(int(p) for p, _ in r)
+    failed += sum(int(f) for _, f in r)
+analysis = open(sys.argv[5]).read()
+passed += len(re.findall(r"^ok ", analysis, re.M))
+failed += len(re.findall(r"^FAIL ", analysis, re.M))
 guest = open(sys.argv[3]).read()
 runs = re.findall(r"^guest: (\d+) passed, (\d+) failed", guest, re.M)
 passed += sum(int(p) for p, _ in runs)

@@ -2,6 +2,11 @@
 #define TB_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../daemon/daemon.h"
+#include "../engine/knobs.h"
 
 #define TB_VERSION "0.1.0"
 
@@ -15,5 +20,25 @@ int cmd_topology(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+
+/* The option parsers, apart from what the commands then do (the fuzz targets call them).
+ * Each returns 0, 1 when --help was printed, or -EINVAL after printing what is wrong. */
+#define SIM_MAX_RUNS 16   /* policies in one comparison */
+#define SIM_MAX_VALUES 16 /* values of a swept knob */
+struct sim_options {
+	const char *machine, *workload, *policies, *format, *out, *sweep;
+	double duration, interval;
+	uint64_t seed;
+	struct tb_knobs knobs;
+	bool oracle, check, quiet, list;
+	long jobs;
+};
+int sim_parse_options(int argc, char **argv, struct sim_options *o);
+int sim_parse_policies(const char *list, uint32_t *flags, size_t *n);
+/* "KNOB=V1,V2,...": one knob set per value, each checked against the knob's range */
+int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
+		    struct tb_knobs *knobs, size_t *n);
+int run_parse_options(int argc, char **argv, struct tb_run_opts *o);
+int exec_parse_options(int argc, char **argv, struct tb_run_opts *o);
 
 #endif

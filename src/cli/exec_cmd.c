@@ -61,7 +61,7 @@ static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *name, 
 	return 0;
 }
 
-int cmd_exec(int argc, char **argv)
+int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 {
 	static const struct option longopts[] = {
 		{"policy", required_argument, NULL, 'P'},      {"set", required_argument, NULL, 'S'},
@@ -74,46 +74,46 @@ int cmd_exec(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	static char knobs[3][96];
-	struct tb_run_opts o = {0};
+	*o = (struct tb_run_opts){0};
 	int ch;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	/* "+": options end at PROGRAM, whose own options are left alone */
 	while ((ch = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'P':
-			o.policy = optarg;
+			o->policy = optarg;
 			break;
 		case 'S':
-			if (o.nr_sets == TB_RUN_MAX_SETS) {
+			if (o->nr_sets == TB_RUN_MAX_SETS) {
 				fprintf(stderr, "tierbal exec: more than %d --set\n", TB_RUN_MAX_SETS);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.sets[o.nr_sets++] = optarg;
+			o->sets[o->nr_sets++] = optarg;
 			break;
 		case 'T':
-			if (knob(&o, knobs[0], sizeof(knobs[0]), "numa_balancing_scan_period_min_ms", optarg))
-				return EXIT_USAGE;
+			if (knob(o, knobs[0], sizeof(knobs[0]), "numa_balancing_scan_period_min_ms", optarg))
+				return -EINVAL;
 			break;
 		case 'Z':
-			if (knob(&o, knobs[1], sizeof(knobs[1]), "numa_balancing_scan_size_mb", optarg))
-				return EXIT_USAGE;
+			if (knob(o, knobs[1], sizeof(knobs[1]), "numa_balancing_scan_size_mb", optarg))
+				return -EINVAL;
 			break;
 		case 'D':
-			if (knob(&o, knobs[2], sizeof(knobs[2]), "numa_balancing_scan_delay_ms", optarg))
-				return EXIT_USAGE;
+			if (knob(o, knobs[2], sizeof(knobs[2]), "numa_balancing_scan_delay_ms", optarg))
+				return -EINVAL;
 			break;
 		case 's':
-			o.sampler = optarg;
+			o->sampler = optarg;
 			break;
 		case 'w': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (end == optarg || *end || v < 4 || v > 2048 || (v & (v - 1))) {
 				fprintf(stderr, "tierbal exec: --window-kb '%s' is not a power of two from 4 to 2048\n", optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.exec_window_pages = (unsigned)(v / 4);
+			o->exec_window_pages = (unsigned)(v / 4);
 			break;
 		}
 		case 'm': {
@@ -121,44 +121,53 @@ int cmd_exec(int argc, char **argv)
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (end == optarg || *end || v < 10 || v > 60000) {
 				fprintf(stderr, "tierbal exec: --sample-ms '%s' is not 10 to 60000 ms\n", optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.sample_ms = (unsigned)v;
+			o->sample_ms = (unsigned)v;
 			break;
 		}
 		case 'c':
-			o.config = optarg;
+			o->config = optarg;
 			break;
 		case 'k':
 			if (optarg[0] != '/') {
 				fprintf(stderr, "tierbal exec: --socket '%s' is not an absolute path\n", optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.socket = optarg;
+			o->socket = optarg;
 			break;
 		case 'l':
-			o.exec_log = optarg;
+			o->exec_log = optarg;
 			break;
 		case 'v':
-			o.exec_verbose = true;
+			o->exec_verbose = true;
 			break;
 		case 'x':
-			o.exec_stats = true;
-			o.exec_stats_file = optarg;
+			o->exec_stats = true;
+			o->exec_stats_file = optarg;
 			break;
 		case 'h':
 			exec_usage(stdout);
-			return EXIT_OK;
+			return 1;
 		default:
 			fprintf(stderr, "tierbal exec: %s '%s'\nTry 'tierbal exec --help'.\n",
 				optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
-			return EXIT_USAGE;
+			return -EINVAL;
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "tierbal exec: no program given\nTry 'tierbal exec --help'.\n");
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
-	o.exec_argv = argv + optind;
+	o->exec_argv = argv + optind;
+	return 0;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	struct tb_run_opts o;
+	int rc = exec_parse_options(argc, argv, &o);
+	if (rc)
+		return rc > 0 ? EXIT_OK : EXIT_USAGE;
 	return tb_daemon_run(&o);
 }

@@ -33,7 +33,7 @@ static void run_usage(FILE *f)
 		TB_DEFAULT_SOCKET);
 }
 
-int cmd_run(int argc, char **argv)
+int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},      {"cgroup", required_argument, NULL, 'g'},
@@ -43,10 +43,10 @@ int cmd_run(int argc, char **argv)
 		{"once", no_argument, NULL, '1'},           {"duration", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
-	struct tb_run_opts o = {0};
+	*o = (struct tb_run_opts){0};
 	int ch;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		char *end;
 		switch (ch) {
@@ -55,67 +55,76 @@ int cmd_run(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || v <= 0 || v > 4194304) {
 				fprintf(stderr, "tierbal run: --pid '%s' is not a process id\n", optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			if (o.nr_pids == TB_DCFG_MAX_PIDS) {
+			if (o->nr_pids == TB_DCFG_MAX_PIDS) {
 				fprintf(stderr, "tierbal run: more than %d --pid; use --cgroup\n", TB_DCFG_MAX_PIDS);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.pids[o.nr_pids++] = (pid_t)v;
+			o->pids[o->nr_pids++] = (pid_t)v;
 			break;
 		}
 		case 'g':
-			o.cgroup = optarg;
+			o->cgroup = optarg;
 			break;
 		case 'c':
-			o.config = optarg;
+			o->config = optarg;
 			break;
 		case 's':
-			o.sampler = optarg;
+			o->sampler = optarg;
 			break;
 		case 'P':
-			o.policy = optarg;
+			o->policy = optarg;
 			break;
 		case 'S':
-			if (o.nr_sets == TB_RUN_MAX_SETS) {
+			if (o->nr_sets == TB_RUN_MAX_SETS) {
 				fprintf(stderr, "tierbal run: more than %d --set\n", TB_RUN_MAX_SETS);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.sets[o.nr_sets++] = optarg;
+			o->sets[o->nr_sets++] = optarg;
 			break;
 		case 'k':
 			if (optarg[0] != '/') {
 				fprintf(stderr, "tierbal run: --socket '%s' is not an absolute path\n", optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
-			o.socket = optarg;
+			o->socket = optarg;
 			break;
 		case 'n':
-			o.dry_run = true;
+			o->dry_run = true;
 			break;
 		case '1':
-			o.once = true;
+			o->once = true;
 			break;
 		case 'd':
-			o.duration_s = strtod(optarg, &end);
-			if (end == optarg || *end || !(o.duration_s > 0) || o.duration_s > 1e7) {
+			o->duration_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->duration_s > 0) || o->duration_s > 1e7) {
 				fprintf(stderr, "tierbal run: --duration '%s' is not a positive number of seconds\n",
 					optarg);
-				return EXIT_USAGE;
+				return -EINVAL;
 			}
 			break;
 		case 'h':
 			run_usage(stdout);
-			return EXIT_OK;
+			return 1;
 		default:
 			fprintf(stderr, "tierbal run: %s '%s'\nTry 'tierbal run --help'.\n",
 				optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
-			return EXIT_USAGE;
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "tierbal run: unexpected argument '%s'\nTry 'tierbal run --help'.\n", argv[optind]);
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct tb_run_opts o;
+	int rc = run_parse_options(argc, argv, &o);
+	if (rc)
+		return rc > 0 ? EXIT_OK : EXIT_USAGE;
 	return tb_daemon_run(&o);
 }

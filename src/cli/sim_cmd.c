@@ -18,8 +18,6 @@
 #include "../sim/workload.h"
 #include "cli.h"
 
-#define MAX_RUNS 16    /* policies in one comparison */
-#define MAX_VALUES 16  /* values of a swept knob */
 #define MAX_THREADS 64
 
 static const char default_policies[] = "none,always,hot-threshold,active-lru,combined";
@@ -143,7 +141,7 @@ static void watch(struct pool *p, bool quiet)
 	double start = mono(), last = start;
 	bool tty = isatty(STDERR_FILENO);
 	while (atomic_load(&p->done) < p->nr_jobs) {
-		struct timespec pause = {0, 100 * 1000 * 1000};
+		struct timespec pause = {0, 100L * 1000 * 1000};
 		nanosleep(&pause, NULL);
 		double now = mono();
 		if (quiet || now - start < 2 || now - last < (tty ? 0.5 : 5))
@@ -172,16 +170,7 @@ static int parse_double(const char *opt, const char *s, double min, double *out)
 	return 0;
 }
 
-struct options {
-	const char *machine, *workload, *policies, *format, *out, *sweep;
-	double duration, interval;
-	uint64_t seed;
-	struct tb_knobs knobs;
-	bool oracle, check, quiet, list;
-	long jobs;
-};
-
-static int parse_options(int argc, char **argv, struct options *o)
+int sim_parse_options(int argc, char **argv, struct sim_options *o)
 {
 	static const struct option longopts[] = {
 		{"machine", required_argument, NULL, 'm'}, {"workload", required_argument, NULL, 'w'},
@@ -194,11 +183,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"sweep", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
-	*o = (struct options){.machine = "small", .workload = "gauss", .policies = default_policies,
+	*o = (struct sim_options){.machine = "small", .workload = "gauss", .policies = default_policies,
 			      .format = "table", .seed = 1, .oracle = true, .duration = -1, .interval = -1};
 	tb_knobs_default(&o->knobs);
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	int c;
 	char err[256], *end;
 	while ((c = getopt_long(argc, argv, "m:w:p:d:s:f:o:k:i:j:qh", longopts, NULL)) != -1) {
@@ -213,7 +202,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'c': o->check = true; break;
 		case 'q': o->quiet = true; break;
 		case 'l': o->list = true; break;
-		case 'h': sim_usage(stdout); exit(EXIT_OK);
+		case 'h': sim_usage(stdout); return 1;
 		case 'd':
 			if (parse_double("--duration", optarg, 0.001, &o->duration))
 				return -EINVAL;
@@ -266,8 +255,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 /* "KNOB=V1,V2,...": each value checked against the knob's range now, so a
  * typo fails before any simulation runs. */
-static int parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
-		       char values[][32], struct tb_knobs *knobs, size_t *n)
+int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
+		    char values[][32], struct tb_knobs *knobs, size_t *n)
 {
 	const char *eq = strchr(arg, '=');
 	if (!eq || eq == arg || (size_t)(eq - arg) >= knoblen || !eq[1]) {
@@ -279,9 +268,9 @@ static int parse_sweep(const char *arg, const struct tb_knobs *base, char *knob,
 	*n = 0;
 	for (const char *v = eq + 1; *v;) {
 		size_t len = strcspn(v, ",");
-		if (!len || len >= 32 || *n == MAX_VALUES) {
+		if (!len || len >= 32 || *n == SIM_MAX_VALUES) {
 			fprintf(stderr, "tierbal sim: --sweep: at most %d non-empty values of up to 31 characters\n",
-				MAX_VALUES);
+				SIM_MAX_VALUES);
 			return -EINVAL;
 		}
 		char assign[160], err[256];
@@ -300,18 +289,19 @@ static int parse_sweep(const char *arg, const struct tb_knobs *base, char *knob,
 	return 0;
 }
 
-static int parse_policies(const char *list, uint32_t *flags, size_t *n)
+int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 {
 	char buf[512];
-	if (strlen(list) >= sizeof(buf)) {
+	size_t len = strlen(list);
+	if (len >= sizeof(buf)) {
 		fprintf(stderr, "tierbal sim: --policy: list too long\n");
 		return -EINVAL;
 	}
-	strcpy(buf, list);
+	memcpy(buf, list, len + 1);
 	*n = 0;
 	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (*n == MAX_RUNS - 1) {
-			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", MAX_RUNS - 1);
+		if (*n == SIM_MAX_RUNS - 1) {
+			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", SIM_MAX_RUNS - 1);
 			return -EINVAL;
 		}
 		if (tb_policy_parse(tok, &flags[*n])) {
@@ -331,16 +321,17 @@ static int parse_policies(const char *list, uint32_t *flags, size_t *n)
 
 int cmd_sim(int argc, char **argv)
 {
-	struct options o;
-	if (parse_options(argc, argv, &o))
-		return EXIT_USAGE;
+	struct sim_options o;
+	int prc = sim_parse_options(argc, argv, &o);
+	if (prc)
+		return prc > 0 ? EXIT_OK : EXIT_USAGE;
 	if (o.list) {
 		list_all();
 		return EXIT_OK;
 	}
-	uint32_t flags[MAX_RUNS];
+	uint32_t flags[SIM_MAX_RUNS];
 	size_t nr_pol;
-	if (parse_policies(o.policies, flags, &nr_pol))
+	if (sim_parse_policies(o.policies, flags, &nr_pol))
 		return EXIT_USAGE;
 	char err[1024];
 	struct machine m;
@@ -357,11 +348,11 @@ int cmd_sim(int argc, char **argv)
 	double interval = o.interval > 0 ? o.interval : w.interval_s;
 	if (interval > duration)
 		interval = duration;
-	char knob[96] = "", values[MAX_VALUES][32];
-	struct tb_knobs knobs[MAX_VALUES];
+	char knob[96] = "", values[SIM_MAX_VALUES][32];
+	struct tb_knobs knobs[SIM_MAX_VALUES];
 	size_t nr_val = 1;
 	knobs[0] = o.knobs;
-	if (o.sweep && parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
+	if (o.sweep && sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
 		workload_free(&w);
 		return EXIT_USAGE;
 	}
@@ -423,8 +414,8 @@ int cmd_sim(int argc, char **argv)
 		}
 	}
 	if (rc == EXIT_OK) {
-		static struct sim_result results[MAX_VALUES][MAX_RUNS];
-		struct report reps[MAX_VALUES];
+		static struct sim_result results[SIM_MAX_VALUES][SIM_MAX_RUNS];
+		struct report reps[SIM_MAX_VALUES];
 		for (size_t v = 0; v < nr_val; v++) {
 			for (size_t k = 0; k < nr_pol; k++)
 				results[v][k] = jobs[v * per_val + k].res;

@@ -153,7 +153,7 @@ int tb_ctl_request(const char *path, const char *request, char **answer, char *e
 	char *buf = malloc(cap);
 	while (buf) {
 		if (n + 1 == cap) {
-			char *nb = cap < REPLY_MAX * 2 ? realloc(buf, cap * 2) : NULL;
+			char *nb = cap < (size_t)REPLY_MAX * 2 ? realloc(buf, cap * 2) : NULL;
 			if (!nb) {
 				free(buf);
 				buf = NULL;

@@ -330,6 +330,10 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		fprintf(stderr, "%s: %s\n", me, err);
 		return 2;
 	}
+	if (tb_target_check_caps(me, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
 	struct exec_state x = {.rtfd = -1, .stderr_fd = -1};
 	if (o->exec_argv) {
 		if (!o->socket && !strcmp(cfg.socket, TB_DEFAULT_SOCKET))
@@ -444,7 +448,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	if (o->duration_s > 0)
 		deadline = start + (uint64_t)(o->duration_s * 1000);
 	if (o->once) /* one scan pass over every page, and the round that reads its faults */
-		deadline = start + cfg.knobs.scan_delay_ms + cfg.knobs.scan_period_min_ms + 2 * cfg.sample_ms;
+		deadline = start + cfg.knobs.scan_delay_ms + cfg.knobs.scan_period_min_ms + 2ull * cfg.sample_ms;
 	struct report_ctx rctx = {l};
 	struct tb_ctl_client cl[MAX_CLIENTS];
 	size_t ncl = 0;

@@ -210,6 +210,9 @@ int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *rt_err)
 		if (n > 0 && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(uffd, CMSG_DATA(cm), sizeof(int));
 	close(c);
+	/* a hello says either "here is my userfaultfd" or why there is none */
+	if (!rc && (h.err ? *uffd >= 0 : *uffd < 0))
+		rc = -EPROTO;
 	if (rc) {
 		if (*uffd >= 0)
 			close(*uffd);

@@ -41,6 +41,8 @@ struct tb_live {
 	uint32_t policy;
 	bool dry_run;
 	struct tb_mover_stats ms;
+	const struct tb_live_mem_ops *mem;
+	void *mem_ctx;
 	struct pending gone, faults, fault_write;
 	uint64_t c[TB_L_NR];
 	struct tb_uffd *uffd;  /* tierbal exec: hint faults from userfaultfd; NULL for tierbal run */
@@ -75,6 +77,39 @@ static int push(struct pending *p, uint32_t v)
 	}
 	p->v[p->n++] = v;
 	return 0;
+}
+
+/* ---- the kernel's side: Linux, unless a test says otherwise ---- */
+
+static int linux_move(void *ctx, pid_t pid, void *const *pages, size_t n, int node, int *status,
+		      struct tb_mover_stats *st)
+{
+	(void)ctx;
+	return tb_mover_move(pid, pages, n, node, status, st);
+}
+
+static int linux_query(void *ctx, pid_t pid, void *const *pages, size_t n, int *status)
+{
+	(void)ctx;
+	return tb_mover_query(pid, pages, n, status);
+}
+
+static long long linux_node_size(void *ctx, int node, long long *free_bytes)
+{
+	(void)ctx;
+	return numa_node_size64(node, free_bytes);
+}
+
+static const struct tb_live_mem_ops linux_mem = {
+	.move = linux_move,
+	.query = linux_query,
+	.node_size = linux_node_size,
+};
+
+void tb_live_set_mem_ops(struct tb_live *l, const struct tb_live_mem_ops *ops, void *ctx)
+{
+	l->mem = ops;
+	l->mem_ctx = ctx;
 }
 
 /* ---- platform ops ---- */
@@ -127,7 +162,9 @@ static void move_run(struct tb_live *l, struct tb_target *t, const uint32_t *ids
 		memset(status, 0, n * sizeof(*status));
 		return;
 	}
-	int rc = tb_mover_move(t->pid, l->addrs, n, knode, l->status, &l->ms);
+	int rc = l->mem->move(l->mem_ctx, t->pid, l->addrs, n, knode, l->status, &l->ms);
+	if (rc)
+		l->c[TB_L_move_failed_calls]++;
 	for (size_t i = 0; i < n; i++) {
 		int st = rc ? rc : l->status[i];
 		if (st == knode) {
@@ -247,6 +284,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		return -ENOMEM;
 	}
 	l->acc = access; /* from here on, tb_live_free() releases them */
+	l->mem = &linux_mem;
 	l->uffd = uffd;
 	l->log = log;
 	if (topo->nr_nodes < 1 || topo->nr_nodes > TB_MAX_NODES) {
@@ -450,7 +488,7 @@ int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_
 	while (slot < l->nr_t && l->t[slot])
 		slot++;
 	if (slot == l->nr_t) {
-		struct tb_target **nt = realloc(l->t, (l->nr_t + 1) * sizeof(*nt));
+		struct tb_target **nt = realloc(l->t, (l->nr_t + 1) * sizeof(*nt)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 		if (!nt) {
 			snprintf(err, len, "out of memory");
 			return -ENOMEM;
@@ -630,7 +668,7 @@ static void place_found(struct tb_live *l, struct tb_target *t, size_t n)
 {
 	if (!n)
 		return;
-	if (tb_mover_query(t->pid, l->addrs, n, l->status)) {
+	if (l->mem->query(l->mem_ctx, t->pid, l->addrs, n, l->status)) {
 		l->c[TB_L_sample_errors]++;
 		return;
 	}
@@ -652,7 +690,7 @@ static void update_external(struct tb_live *l)
 {
 	for (unsigned i = 0; i < l->nr_nodes; i++) {
 		long long free_b = 0;
-		long long size = numa_node_size64(l->knode[i], &free_b);
+		long long size = l->mem->node_size(l->mem_ctx, l->knode[i], &free_b);
 		if (size < 0)
 			continue;
 		struct tb_node_info ni;
@@ -765,9 +803,24 @@ void tb_live_count(struct tb_live *l, enum tb_live_counter c)
 	l->c[c]++;
 }
 
+/* the counters as reported: some are kept by the mover or computed on demand */
+static void live_counters(const struct tb_live *l, uint64_t *c)
+{
+	memcpy(c, l->c, sizeof(l->c));
+	c[TB_L_move_pages_calls] = l->ms.calls;
+	c[TB_L_move_busy] = l->ms.busy;
+	c[TB_L_move_nomem] = l->ms.nomem;
+	c[TB_L_move_gone] = l->ms.gone;
+	c[TB_L_move_other] = l->ms.other;
+	c[TB_L_targets] = tb_live_nr_targets(l);
+	c[TB_L_pages_managed] = tb_live_pages_managed(l);
+}
+
 uint64_t tb_live_counter(const struct tb_live *l, enum tb_live_counter c)
 {
-	return l->c[c];
+	uint64_t all[TB_L_NR];
+	live_counters(l, all);
+	return all[c];
 }
 
 const struct tb_engine *tb_live_engine(const struct tb_live *l)
@@ -808,14 +861,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 	for (unsigned i = 0; i < TB_NR_COUNTERS; i++)
 		EMIT("%s %llu\n", tb_counter_name((enum tb_counter)i), (unsigned long long)ec[i]);
 	uint64_t c[TB_L_NR];
-	memcpy(c, l->c, sizeof(c));
-	c[TB_L_move_pages_calls] = l->ms.calls;
-	c[TB_L_move_busy] = l->ms.busy;
-	c[TB_L_move_nomem] = l->ms.nomem;
-	c[TB_L_move_gone] = l->ms.gone;
-	c[TB_L_move_other] = l->ms.other;
-	c[TB_L_targets] = tb_live_nr_targets(l);
-	c[TB_L_pages_managed] = tb_live_pages_managed(l);
+	live_counters(l, c);
 	for (unsigned i = 0; i < TB_L_NR; i++)
 		EMIT("%s %llu\n", live_names[i], (unsigned long long)c[i]);
 	for (unsigned i = 0; i < l->nr_nodes; i++) {

@@ -24,7 +24,7 @@
 	X(move_pages_calls) X(move_busy) X(move_nomem) X(move_gone) X(move_other) X(pages_managed) \
 	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
 	X(targets_refused) X(sample_rounds) X(sample_errors) X(dry_run_promote) X(dry_run_demote)   \
-	X(config_reloads) X(config_rejected) X(idmap_full) X(uffd_faults) X(uffd_rearmed)
+	X(config_reloads) X(config_rejected) X(idmap_full) X(uffd_faults) X(uffd_rearmed) X(move_failed_calls)
 
 enum tb_live_counter {
 #define TB_LENUM(n) TB_L_##n,
@@ -35,6 +35,16 @@ enum tb_live_counter {
 
 struct tb_live;
 
+/* What the live context asks the kernel about pages of a process: move them
+ * (as tb_mover_move), where they are (as tb_mover_query), how much memory a
+ * node has (as numa_node_size64). Linux by default; tests put failures in between. */
+struct tb_live_mem_ops {
+	int (*move)(void *ctx, pid_t pid, void *const *pages, size_t n, int node, int *status,
+		    struct tb_mover_stats *st);
+	int (*query)(void *ctx, pid_t pid, void *const *pages, size_t n, int *status);
+	long long (*node_size)(void *ctx, int node, long long *free_bytes);
+};
+
 /* Builds the engine over the machine's nodes. The access sampler and the
  * userfaultfd set (tierbal exec; NULL for tierbal run) are taken over, also
  * when it fails: they are destroyed with the live context. */
@@ -42,6 +52,8 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		struct tb_access access, const char *sampler_why, struct tb_uffd *uffd, FILE *log, char *err,
 		size_t len);
 void tb_live_free(struct tb_live *l);
+/* Replaces the Linux calls (before the first target is added). */
+void tb_live_set_mem_ops(struct tb_live *l, const struct tb_live_mem_ops *ops, void *ctx);
 
 /* Starts managing pid. 0, -EEXIST if it already is, or a negative errno
  * with the reason in err (no such process, no permission, kernel thread, ...). */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <unistd.h>
 
 #include "idmap.h"
@@ -38,7 +39,19 @@ int tb_target_check(pid_t pid, struct tb_proc_stat *st, char *err, size_t len)
 		snprintf(err, len, "pid %d (%s) is a zombie: it has no memory left", (int)pid, st->comm);
 		return -ESRCH;
 	}
-	int fd = tb_proc_open(pid, "pagemap", O_RDONLY);
+	/* opening /proc/PID/mem is the kernel's ptrace-attach check (Yama included), done without
+	 * attaching: tierbal moves only the memory of processes its user could debug */
+	int fd = tb_proc_open(pid, "mem", O_RDONLY);
+	if (fd == -EACCES || fd == -EPERM) {
+		snprintf(err, len,
+			 "pid %d (%s): no permission to ptrace it, so tierbal may not move its memory; run tierbal "
+			 "as root, or as its owner with CAP_SYS_NICE (and check kernel.yama.ptrace_scope)",
+			 (int)pid, st->comm);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	fd = tb_proc_open(pid, "pagemap", O_RDONLY);
 	if (fd < 0) {
 		if (fd == -EACCES || fd == -EPERM)
 			snprintf(err, len,
@@ -51,6 +64,27 @@ int tb_target_check(pid_t pid, struct tb_proc_stat *st, char *err, size_t len)
 		return fd;
 	}
 	close(fd);
+	return 0;
+}
+
+int tb_target_check_caps(const char *who, char *err, size_t len)
+{
+	cap_t caps = cap_get_proc();
+	if (!caps) {
+		int e = errno;
+		snprintf(err, len, "%s: cannot read its own capabilities: %s", who, strerror(e));
+		return -e;
+	}
+	cap_flag_value_t nice = CAP_CLEAR;
+	int rc = cap_get_flag(caps, CAP_SYS_NICE, CAP_EFFECTIVE, &nice);
+	cap_free(caps);
+	if (rc || nice != CAP_SET) {
+		snprintf(err, len,
+			 "%s needs CAP_SYS_NICE to move the pages of other processes; run it as root (or give the "
+			 "binary the capability: setcap cap_sys_nice+ep)",
+			 who);
+		return -EPERM;
+	}
 	return 0;
 }
 

@@ -30,10 +30,13 @@ struct tb_target {
 	size_t nr_chunks;
 };
 
-/* Whether pid may be managed: not tierbal itself, not a kernel thread, and
- * readable (ptrace access to its pagemap). 0, or a negative errno with a
- * message that says what to do. */
+/* Whether pid may be managed: not tierbal itself, not a kernel thread, one
+ * tierbal may ptrace (attach mode), with a readable pagemap. 0, or a negative
+ * errno with a message that says what to do. */
 int tb_target_check(pid_t pid, struct tb_proc_stat *st, char *err, size_t len);
+/* 0 if this process holds CAP_SYS_NICE (moving another process's pages needs it), else -EPERM
+ * with a message for who: "tierbal run" or "tierbal exec". */
+int tb_target_check_caps(const char *who, char *err, size_t len);
 /* Opens what sampling needs (its pagemap). */
 int tb_target_open(struct tb_target *t, pid_t pid, const struct tb_proc_stat *st, char *err, size_t len);
 void tb_target_close(struct tb_target *t);

@@ -85,8 +85,8 @@ static void serve(struct tb_uffd *u, struct proc *p)
 				continue;
 			}
 			u->st.faults++;
-			struct tb_uffd_event ev = {p->pid, w, pages, t,
-						   (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0};
+			struct tb_uffd_event ev = {.pid = p->pid, .addr = w, .pages = pages, .t_ns = t,
+						   .write = (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0};
 			push(u, &ev);
 			queued = true;
 		}
@@ -311,7 +311,8 @@ size_t tb_uffd_drain(struct tb_uffd *u, struct tb_uffd_event *ev, size_t max)
 	pthread_mutex_unlock(&u->lock);
 	if (more) { /* keep the main loop coming back */
 		uint64_t one = 1;
-		r = write(u->wakefd, &one, sizeof(one));
+		ssize_t w = write(u->wakefd, &one, sizeof(one));
+		(void)w; /* failing means the counter is full: the loop wakes anyway */
 	}
 	return n;
 }

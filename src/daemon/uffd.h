@@ -22,10 +22,10 @@
 struct tb_uffd;
 
 struct tb_uffd_event {
-	pid_t pid;
 	uintptr_t addr; /* the start of the window the fault opened */
-	unsigned pages; /* its length: the window, or 1 where the window would leave the mapping */
 	uint64_t t_ns;  /* CLOCK_MONOTONIC, when the fault was read */
+	pid_t pid;
+	unsigned pages; /* its length: the window, or 1 where the window would leave the mapping */
 	bool write;
 };
 

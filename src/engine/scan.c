@@ -28,7 +28,8 @@ static uint64_t scan_pages(const struct tb_engine *e)
  * never faster than MAX_SCAN_WINDOW_MB per second. */
 static uint64_t window_interval_ms(const struct tb_engine *e, const struct tb_space *sp)
 {
-	uint64_t windows = (sp->count + scan_pages(e) - 1) / scan_pages(e);
+	uint64_t per = scan_pages(e) ? scan_pages(e) : 1; /* the knob's minimum is 1 MiB; the analyzer cannot know */
+	uint64_t windows = (sp->count + per - 1) / per;
 	uint64_t floor = 1000ull * e->k.scan_size_mb / MAX_SCAN_WINDOW_MB;
 	uint64_t ms = sp->period_ms / (windows ? windows : 1);
 	if (ms < floor)

@@ -93,6 +93,10 @@ static void sort_desc(uint64_t *a, size_t n)
 int oracle_place(const struct oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
 		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen)
 {
+	if (!nr_procs || nr_procs > WL_MAX_PROCS || nr_nodes > TB_MAX_NODES) {
+		snprintf(err, errlen, "oracle: %u processes on %u nodes is out of range", nr_procs, nr_nodes);
+		return -EINVAL;
+	}
 	uint64_t *keys = malloc((size_t)nr_pages * sizeof(*keys));
 	float *w = malloc((size_t)nr_pages * sizeof(*w));
 	if (!keys || !w) {

@@ -48,9 +48,9 @@ static void table_row(FILE *f, const struct report *r, const struct sim_result *
 		snprintf(pcts, sizeof(pcts), "%.1f%%", pct);
 	fprintf(f, "%-14s %9.3f %9.1f %7.1f%% %8s %10llu %10llu %11llu %9llu\n", res->policy, res->score / 1e6,
 		res->mean_latency_ns, 100.0 * res->fast_share, pcts, (unsigned long long)c[TB_C_pgpromote_success],
-		(unsigned long long)(c[TB_C_pgdemote_kswapd] + c[TB_C_pgdemote_direct]),
+		(unsigned long long)c[TB_C_pgdemote_kswapd] + (unsigned long long)c[TB_C_pgdemote_direct],
 		(unsigned long long)c[TB_C_numa_hint_faults],
-		(unsigned long long)(c[TB_C_pingpong_promote_demote] + c[TB_C_pingpong_demote_promote]));
+		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
 static void table_head(FILE *f, const struct report *r)
@@ -166,9 +166,9 @@ static void csv_summary(FILE *f, const struct report *r, const struct sim_result
 	if (pct >= 0)
 		fprintf(f, "%.6g", pct);
 	fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)c[TB_C_pgpromote_success],
-		(unsigned long long)(c[TB_C_pgdemote_kswapd] + c[TB_C_pgdemote_direct]),
+		(unsigned long long)c[TB_C_pgdemote_kswapd] + (unsigned long long)c[TB_C_pgdemote_direct],
 		(unsigned long long)c[TB_C_numa_hint_faults],
-		(unsigned long long)(c[TB_C_pingpong_promote_demote] + c[TB_C_pingpong_demote_promote]));
+		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
 void report_sweep(FILE *f, const struct report *reps, size_t n, const char *format)

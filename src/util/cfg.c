@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct reader {
 	const char *p;
@@ -65,7 +66,7 @@ bool cfg_error(struct cfg *c, const char *section, const char *key, const char *
 	char msg[384];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized): va_start is right above
 	va_end(ap);
 	if (key)
 		snprintf(c->err, c->errlen, "%s:%u: [%s] %s: %s", c->file, c->line, section, key, msg);
@@ -125,6 +126,8 @@ bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val
 	return true;
 }
 
+#define CFG_MAX_STREAM (64u << 20)
+
 char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
@@ -132,14 +135,25 @@ char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
+	/* a pipe or device (/dev/stdin, <(...)) is read up to a cap: /dev/zero must not eat the machine */
+	struct stat sb;
+	bool capped = fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode);
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
-	while (buf) {
+	const char *why = NULL;
+	for (;;) {
+		if (!buf) {
+			why = "out of memory";
+			break;
+		}
+		if (capped && n > CFG_MAX_STREAM) {
+			why = "not a regular file, and larger than 64 MiB: not a configuration or trace";
+			break;
+		}
 		if (n + 1 >= cap) {
 			char *nb = realloc(buf, cap * 2);
 			if (!nb) {
-				free(buf);
-				buf = NULL;
+				why = "out of memory";
 				break;
 			}
 			buf = nb;
@@ -147,11 +161,14 @@ char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 		}
 		size_t got = fread(buf + n, 1, cap - n - 1, f);
 		n += got;
-		if (got == 0)
+		if (got == 0) {
+			if (ferror(f))
+				why = strerror(errno);
 			break;
+		}
 	}
-	if (!buf || ferror(f)) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
+	if (why) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, why);
 		free(buf);
 		fclose(f);
 		return NULL;

@@ -116,6 +116,20 @@ check "exec bad window" 2 "--window-kb '48' is not a power of two from 4 to 2048
 check "exec unknown option" 2 "unknown" -- "$TB" exec --bogus -- true
 check "stat without daemon" 1 "no tierbal daemon at $TMP/s.sock" -- "$TB" stat --socket "$TMP/s.sock"
 check "stat bad argument" 2 "unknown argument '--xml'" -- "$TB" stat --xml
+# privilege: without CAP_SYS_NICE tierbal moves nothing, whatever it is asked to manage
+if [ "$(id -u)" = 0 ]; then
+	sleep 30 &
+	own=$!
+	check "run as an unprivileged user" 1 "tierbal run needs CAP_SYS_NICE" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$TB" run --pid "$own" --once
+	check "exec as an unprivileged user" 1 "tierbal exec needs CAP_SYS_NICE" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$TB" exec -- true
+	kill "$own"
+else
+	echo "FAIL privilege checks: these tests need root (to become an unprivileged user)"; fail=$((fail + 1))
+fi
+# a device where a file was expected: refused after a bounded read, not read forever
+check "machine from /dev/zero" 2 "/dev/zero: cannot read: not a regular file" -- "$TB" sim --machine /dev/zero
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

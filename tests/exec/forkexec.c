@@ -22,6 +22,7 @@ int main(int argc, char **argv)
 	if (argc > 1) { /* the exec'd image */
 		uint64_t *b = calloc((8u << 20) / 8, 8);
 		printf("exec'd image (%s): %016llx\n", argv[1], (unsigned long long)churn(b, (8u << 20) / 8, 100000));
+		free(b);
 		return 5;
 	}
 	size_t words = (16u << 20) / 8;

@@ -71,6 +71,35 @@ procs=$(stat_of "$TMP/stats" uffd_processes)
 same "mmap/mremap/madvise/munmap churn, mappings bounded" 100 -- "$BIN/exec_churn"
 same "kernel writes into protected buffers, timer signals" 100 -- "$BIN/exec_io" "$TMP/io.dat"
 
+# tierbal exec killed with SIGKILL while the program's pages are write-protected: the program runs on
+# to the same result (the kernel drops the protection with the last userfaultfd reference)
+"$BIN/exec_threads" >plain.out 2>/dev/null
+"$TB" exec "${FAST[@]}" --socket "$TMP/k.sock" -- "$BIN/exec_threads" >killed.out 2>killed.err &
+tbpid=$!
+faults=0
+for _ in $(seq 300); do # until tierbal has resolved some faults (it is watching the program)
+	faults=$("$TB" stat --socket "$TMP/k.sock" 2>/dev/null | awk '$1 == "uffd_faults" {print $2}')
+	[ "${faults:-0}" -ge 20 ] && break
+	sleep 0.05
+done
+child=$(pgrep -P "$tbpid" | head -1)
+kill -KILL "$tbpid"
+wait "$tbpid" 2>/dev/null
+for _ in $(seq 1200); do
+	[ -n "$child" ] && kill -0 "$child" 2>/dev/null || break
+	sleep 0.05
+done
+if [ "${faults:-0}" -lt 20 ] || [ -z "$child" ]; then
+	bad "SIGKILL of tierbal exec: it never took hint faults (${faults:-0}) or had no child"
+elif kill -0 "$child" 2>/dev/null; then
+	bad "SIGKILL of tierbal exec: the program (pid $child) did not finish within a minute"
+elif cmp -s plain.out killed.out; then
+	ok "tierbal exec killed with SIGKILL after $faults hint faults: the program finishes with the same output"
+else
+	bad "SIGKILL of tierbal exec: the program's output differs"
+	diff plain.out killed.out | head -5 | sed 's/^/  | /'
+fi
+
 # real programs
 python3 - >lines.txt <<'PY'
 import random

@@ -97,6 +97,8 @@ int main(int argc, char **argv)
 	char *hot2 = hot && gen2 && shift_s > 0 ? area(nhot, 1, ncold + nhot) : NULL;
 	if (!cold || (nhot && !hot) || (shift_s > 0 && !hot2)) {
 		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold, nhot * (shift_s > 0 ? 2 : 1));
+		free(gen);
+		free(gen2);
 		return 2;
 	}
 	if (hot2)

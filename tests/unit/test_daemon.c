@@ -124,6 +124,40 @@ static void test_target_checks(void **state)
 	waitpid(child, NULL, 0);
 }
 
+/* an unprivileged caller: no CAP_SYS_NICE, and no ptrace access to a root process */
+static void test_privileges(void **state)
+{
+	(void)state;
+	char err[512];
+	if (geteuid() != 0)
+		skip(); /* needs root to drop to nobody; reported as skipped */
+	assert_int_equal(tb_target_check_caps("tierbal run", err, sizeof(err)), 0);
+	pid_t root_proc = fork();
+	if (root_proc == 0) {
+		pause();
+		_exit(0);
+	}
+	pid_t c = fork();
+	if (c == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		struct tb_proc_stat st;
+		int caps = tb_target_check_caps("tierbal run", err, sizeof(err));
+		if (caps != -EPERM || !strstr(err, "needs CAP_SYS_NICE"))
+			_exit(11);
+		int rc = tb_target_check(root_proc, &st, err, sizeof(err));
+		if ((rc != -EACCES && rc != -EPERM) || !strstr(err, "no permission to ptrace it"))
+			_exit(12);
+		_exit(0);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	kill(root_proc, SIGKILL);
+	waitpid(root_proc, NULL, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_cgroup_pids(void **state)
 {
 	(void)state;
@@ -483,8 +517,12 @@ static void test_damon_sysfs(void **state)
 
 int main(void)
 {
+	/* scripts/valgrind.sh leaves out what valgrind cannot run (userfaultfd) */
+	if (getenv("TB_TEST_SKIP"))
+		cmocka_set_skip_filter(getenv("TB_TEST_SKIP"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config),       cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_target_checks),
+		cmocka_unit_test(test_privileges),
 		cmocka_unit_test(test_cgroup_pids),  cmocka_unit_test(test_idmap),     cmocka_unit_test(test_stretches),
 		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd),
 		cmocka_unit_test(test_exec_helpers),

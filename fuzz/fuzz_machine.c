@@ -1,0 +1,16 @@
+/* libFuzzer target: simulated machine files (machine_parse). */
+#include <stdint.h>
+
+#include "fuzz_text.h"
+#include "machine.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = fuzz_text(data, size), err[512];
+	struct machine m;
+	if (text)
+		machine_parse(&m, "fuzz.ini", text, err, sizeof(err));
+	free(text);
+	return 0;
+}

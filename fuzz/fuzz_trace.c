@@ -1,0 +1,16 @@
+/* libFuzzer target: access traces (trace_parse). */
+#include <stdint.h>
+
+#include "fuzz_text.h"
+#include "trace.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = fuzz_text(data, size), err[512];
+	struct trace *t = NULL;
+	if (text && !trace_parse(&t, "fuzz.trace", text, err, sizeof(err)))
+		trace_free(t);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,17 @@
+/* libFuzzer target: workload files (workload_parse). The label puts relative
+ * trace paths in a directory that does not exist, so only the text is fuzzed. */
+#include <stdint.h>
+
+#include "fuzz_text.h"
+#include "workload.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = fuzz_text(data, size), err[512];
+	struct workload w;
+	if (text && !workload_parse(&w, "/nonexistent-tierbal-fuzz/w.ini", text, err, sizeof(err)))
+		workload_free(&w);
+	free(text);
+	return 0;
+}

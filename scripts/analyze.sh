@@ -1,0 +1,32 @@
+#!/bin/bash
+# Static analysis: cppcheck, and clang-tidy with the committed .clang-tidy, over
+# the sources, tests and fuzz targets. Any finding fails. Needs build/ (and
+# build-fuzz/ for the fuzz targets' compile commands): scripts/test.sh makes both.
+# usage: scripts/analyze.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rc=0
+echo "--- cppcheck $(cppcheck --version | cut -d' ' -f2)"
+if cppcheck --enable=warning,performance,portability --std=c11 --inline-suppr --quiet --error-exitcode=1 \
+	-D_GNU_SOURCE -I src/engine -I src/util -I src/sim -I src/linux -I src/daemon -I src/preload -I src/cli \
+	src fuzz tests/unit tests/exec tests/guest bench/live; then
+	echo "ok   cppcheck: no findings"
+else
+	echo "FAIL cppcheck: findings above"
+	rc=1
+fi
+echo "--- clang-tidy $(clang-tidy --version | grep -o 'version [0-9.]*')"
+tidy() { # build-dir files...
+	local dir=$1
+	shift
+	printf '%s\n' "$@" | xargs -P "$(nproc)" -n 4 clang-tidy -p "$dir" --quiet 2>/dev/null | grep -E "(warning|error):" || true
+}
+found=$( { tidy build src/*/*.c; [ -f build-fuzz/compile_commands.json ] && tidy build-fuzz fuzz/*.c; } | sort -u)
+if [ -z "$found" ]; then
+	echo "ok   clang-tidy: no findings"
+else
+	echo "$found"
+	echo "FAIL clang-tidy: $(echo "$found" | wc -l) findings"
+	rc=1
+fi
+exit $rc

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The non-guest test suites under valgrind's memcheck (any error or definite
+# leak fails): the cmocka unit tests (part of scripts/test.sh); with --full
+# also the command-line and reproduction tests with tierbal itself run under
+# valgrind (about 40 minutes on two cores, so not part of CI).
+# Left out, because valgrind 3.19 does not implement userfaultfd (syscall 323):
+# test_uffd and the tierbal exec tests; ASan covers them (scripts/test.sh).
+# usage: scripts/valgrind.sh [--full]   (needs build/: scripts/setup.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ninja -C build >/dev/null
+vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --track-fds=no)
+wrap=$(mktemp)
+trap 'rm -f "$wrap"' EXIT
+printf '#!/bin/sh\nexec %s %s "$@"\n' "${vg[*]}" "$PWD/build/tierbal" >"$wrap"
+chmod +x "$wrap"
+pass=0 fail=0
+suite() { # name command...
+	local name=$1 start=$SECONDS
+	shift
+	if "$@" >"build/valgrind-$name.log" 2>&1; then
+		echo "ok   $name under valgrind ($((SECONDS - start)) s)"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $name under valgrind: build/valgrind-$name.log"
+		grep -E "==[0-9]+==|FAIL|ERROR" "build/valgrind-$name.log" | head -20
+		fail=$((fail + 1))
+	fi
+}
+for t in engine linux live sim; do
+	suite "$t" "${vg[@]}" "build/tests/test_$t"
+done
+suite daemon env TB_TEST_SKIP=test_uffd "${vg[@]}" build/tests/test_daemon
+if [ "${1:-}" = --full ]; then
+	suite cli bash tests/cli/test_cli.sh "$wrap" tests/data
+	suite reproduce bash tests/cli/test_reproduce.sh "$wrap" "$PWD"
+fi
+echo "valgrind: $pass passed, $fail failed"
+[ "$fail" = 0 ]

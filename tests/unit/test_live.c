@@ -1,0 +1,409 @@
+/* The live path with failures injected between tierbal and the kernel: a
+ * real child process, a made-up two-node machine whose page placement a fake
+ * "kernel" keeps (move_pages and node sizes through tb_live_mem_ops), and a
+ * sampler that sees the child's region in use. Each test injects one kind of
+ * failure and checks the counters, that the engine's view stays true to the
+ * fake kernel's, and that the engine's invariants hold. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "live.h"
+
+#define PAGES 1024u
+#define NODE_PAGES 16384u /* 64 MiB per node */
+
+enum inject { NONE, BUSY_ONCE, NOMEM, CALL_FAILS, EXIT_IN_MOVE };
+
+struct fake {
+	enum inject mode;
+	pid_t child;
+	uintptr_t base;
+	int node[PAGES];       /* where each page of the region is */
+	bool tried[PAGES];     /* BUSY_ONCE: attempted before */
+	unsigned cap0;         /* NOMEM: node 0 holds at most this many of them */
+	unsigned failing_calls; /* CALL_FAILS: this many whole calls fail first */
+	uint64_t calls, busy, nomem, call_errors, moves_after_exit;
+	bool exited;
+};
+
+static long index_of(const struct fake *f, const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (a < f->base || a >= f->base + PAGES * 4096ul)
+		return -1;
+	return (long)((a - f->base) / 4096);
+}
+
+static unsigned on_node(const struct fake *f, int node)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < PAGES; i++)
+		n += f->node[i] == node;
+	return n;
+}
+
+static int fake_move(void *ctx, pid_t pid, void *const *pages, size_t n, int node, int *status,
+		     struct tb_mover_stats *st)
+{
+	struct fake *f = ctx;
+	f->calls++;
+	if (f->exited) {
+		f->moves_after_exit++;
+		return -ESRCH;
+	}
+	assert_int_equal(pid, f->child);
+	if (f->mode == EXIT_IN_MOVE) { /* the target exits between sampling and moving */
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+		f->exited = true;
+		return -ESRCH;
+	}
+	if (f->mode == CALL_FAILS && f->failing_calls) {
+		f->failing_calls--;
+		f->call_errors++;
+		return -ENOMEM; /* the whole call: the kernel could not even allocate its bookkeeping */
+	}
+	st->calls++;
+	for (size_t i = 0; i < n; i++) {
+		long k = index_of(f, pages[i]);
+		if (k < 0) {
+			status[i] = -EFAULT;
+			st->gone++;
+			continue;
+		}
+		if (f->mode == BUSY_ONCE && !f->tried[k]) {
+			f->tried[k] = true;
+			status[i] = -EBUSY;
+			st->busy++;
+			f->busy++;
+			continue;
+		}
+		if (f->mode == NOMEM && node == 0 && f->node[k] != 0 && on_node(f, 0) >= f->cap0) {
+			status[i] = -ENOMEM;
+			st->nomem++;
+			f->nomem++;
+			continue;
+		}
+		f->node[k] = node;
+		status[i] = node;
+		st->moved++;
+	}
+	return 0;
+}
+
+static int fake_query(void *ctx, pid_t pid, void *const *pages, size_t n, int *status)
+{
+	struct fake *f = ctx;
+	if (f->exited)
+		return -ESRCH;
+	(void)pid;
+	for (size_t i = 0; i < n; i++) {
+		long k = index_of(f, pages[i]);
+		status[i] = k < 0 ? -ENOENT : f->node[k]; /* only the region is tierbal's business here */
+	}
+	return 0;
+}
+
+static long long fake_node_size(void *ctx, int node, long long *free_bytes)
+{
+	struct fake *f = ctx;
+	/* NOMEM: the node says it has room, and then has none (others allocated meanwhile) */
+	*free_bytes = (long long)(NODE_PAGES - on_node(f, node)) * 4096;
+	return (long long)NODE_PAGES * 4096;
+}
+
+static const struct tb_live_mem_ops fake_mem = {fake_move, fake_query, fake_node_size};
+
+/* the sampler: every page of the region was just written */
+static int s_attach(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+	return 0;
+}
+static void s_detach(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+}
+static int s_round(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+static void s_mark(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
+{
+	const struct fake *f = ctx;
+	(void)pid;
+	(void)pm;
+	for (size_t i = 0; i < n; i++)
+		acc[i] = index_of(f, (void *)(addr + i * 4096)) >= 0 ? TB_ACC_READ | TB_ACC_WRITE : 0;
+}
+static int s_round_end(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+	return 0;
+}
+static void s_destroy(void *ctx)
+{
+	(void)ctx;
+}
+static const struct tb_access_ops all_hot = {"fake", s_attach, s_detach, s_round, s_mark, s_round_end, s_destroy};
+
+static struct fake *fake_start(enum inject mode)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	f->mode = mode;
+	/* the region exists in the parent before the fork, so the child has it at the same address */
+	char *r = mmap(NULL, PAGES * 4096ul, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(r != MAP_FAILED);
+	f->base = (uintptr_t)r;
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (f->child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion leaves no child behind */
+		memset(r, 7, PAGES * 4096ul);
+		close(go[0]);
+		close(go[1]); /* tells the parent its pages are there */
+		pause();
+		_exit(0);
+	}
+	close(go[1]);
+	char c;
+	assert_int_equal(read(go[0], &c, 1), 0); /* end of file once the child has written its region */
+	close(go[0]);
+	munmap(r, PAGES * 4096ul);
+	for (unsigned i = 0; i < PAGES; i++)
+		f->node[i] = 1; /* the whole region starts in the slow node */
+	return f;
+}
+
+static struct tb_live *live_start(struct fake *f)
+{
+	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
+	for (int i = 0; i < 2; i++)
+		topo.node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
+						     .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
+						     .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+	struct tb_dconfig dc;
+	tb_dconfig_default(&dc);
+	dc.knobs.scan_delay_ms = 0; /* scan at once, and often: the test runs rounds back to back */
+	dc.knobs.scan_period_min_ms = 10;
+	struct tb_live *l;
+	char err[512];
+	FILE *log = fopen("/dev/null", "w");
+	assert_non_null(log);
+	int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){&all_hot, f}, "fake", NULL, log, err, sizeof(err));
+	if (rc)
+		fail_msg("tb_live_new: %s", err);
+	tb_live_set_mem_ops(l, &fake_mem, f);
+	rc = tb_live_add(l, f->child, false, err, sizeof(err));
+	if (rc)
+		fail_msg("tb_live_add: %s", err);
+	return l;
+}
+
+/* rounds until done says so or max rounds have run; the engine is checked after each */
+static unsigned rounds(struct tb_live *l, struct fake *f, unsigned max, bool (*done)(const struct fake *))
+{
+	char err[256];
+	unsigned r = 0;
+	while (r < max && !(done && done(f))) {
+		tb_live_sample(l);
+		r++;
+		if (tb_engine_check((struct tb_engine *)tb_live_engine(l), err, sizeof(err)))
+			fail_msg("engine invariant broken after round %u: %s", r, err);
+	}
+	return r;
+}
+
+static bool all_fast(const struct fake *f)
+{
+	return on_node(f, 0) == PAGES;
+}
+
+/* the engine's page count on node 0 equals the fake kernel's, after one more round to resync */
+static void assert_engine_true(struct tb_live *l, struct fake *f)
+{
+	rounds(l, f, 1, NULL);
+	struct tb_node_info ni;
+	tb_engine_node_info(tb_live_engine(l), 0, &ni);
+	unsigned real = on_node(f, 0);
+	/* moves of that last round may not be seen yet; the engine never believes more than is true */
+	assert_true(ni.used <= real);
+	rounds(l, f, 1, NULL);
+	tb_engine_node_info(tb_live_engine(l), 0, &ni);
+	if (f->mode != NOMEM)
+		assert_int_equal(ni.used, on_node(f, 0));
+}
+
+static void stop(struct tb_live *l, struct fake *f)
+{
+	tb_live_free(l);
+	if (!f->exited) {
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+	}
+	free(f);
+}
+
+static void test_no_failure(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	struct tb_live *l = live_start(f);
+	unsigned r = rounds(l, f, 2000, all_fast);
+	assert_true(all_fast(f));
+	assert_int_equal(tb_live_counter(l, TB_L_move_busy), 0);
+	assert_true(r < 2000);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+/* every page is busy at its first attempt (locked, under writeback): counted, forgotten, found again
+ * where it really is, promoted at a later try */
+static void test_busy_pages(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(BUSY_ONCE);
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 3000, all_fast);
+	assert_true(all_fast(f));
+	assert_int_equal(f->busy, PAGES);
+	assert_int_equal(tb_live_counter(l, TB_L_move_busy), PAGES);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+/* the fast node fills up before the engine expects: -ENOMEM per page, nothing lost, the engine
+ * never believes a page is fast that is not */
+static void test_full_fast_node(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NOMEM);
+	f->cap0 = 300;
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 400, NULL);
+	assert_true(on_node(f, 0) <= f->cap0);
+	assert_true(on_node(f, 0) > 0);
+	assert_int_equal(on_node(f, 0) + on_node(f, 1), PAGES);
+	assert_int_equal(tb_live_counter(l, TB_L_move_nomem), f->nomem);
+	struct tb_node_info ni;
+	assert_engine_true(l, f);
+	tb_engine_node_info(tb_live_engine(l), 0, &ni);
+	assert_true(ni.used <= on_node(f, 0));
+	stop(l, f);
+}
+
+/* move_pages fails as a whole call a few times: counted, and the pages get there later */
+static void test_failing_calls(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(CALL_FAILS);
+	f->failing_calls = 5;
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 3000, all_fast);
+	assert_true(all_fast(f));
+	assert_int_equal(f->call_errors, 5);
+	assert_int_equal(tb_live_counter(l, TB_L_move_failed_calls), 5);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+static bool has_exited(const struct fake *f)
+{
+	return f->exited;
+}
+
+/* the target dies between the sampling round and its moves: dropped at the next refresh, never
+ * moved again, and nothing else breaks */
+static void test_exit_before_move(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(EXIT_IN_MOVE);
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 2000, has_exited);
+	assert_true(f->exited);
+	tb_live_refresh(l, "");
+	assert_int_equal(tb_live_nr_targets(l), 0);
+	assert_int_equal(tb_live_counter(l, TB_L_targets_dropped), 1);
+	uint64_t calls = f->calls;
+	rounds(l, f, 50, NULL);
+	assert_int_equal(f->calls, calls);
+	assert_int_equal(f->moves_after_exit, 0);
+	stop(l, f);
+}
+
+/* the target exits and its pid is handed to a new process: the start time tells them apart, the
+ * newcomer is not managed, nothing of it is moved */
+static void test_pid_reuse(void **state)
+{
+	(void)state;
+	FILE *ns = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	if (!ns)
+		skip(); /* needs root and CONFIG_CHECKPOINT_RESTORE; reported as skipped, not passed */
+	fclose(ns);
+	struct fake *f = fake_start(NONE);
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 20, NULL);
+	pid_t old = f->child;
+	kill(old, SIGKILL);
+	waitpid(old, NULL, 0);
+	f->exited = true;
+	pid_t reuse = -1;
+	for (int tries = 0; tries < 100 && reuse != old; tries++) {
+		ns = fopen("/proc/sys/kernel/ns_last_pid", "w");
+		assert_non_null(ns);
+		fprintf(ns, "%d", (int)old - 1);
+		fclose(ns);
+		reuse = fork();
+		assert_true(reuse >= 0);
+		if (reuse == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			pause();
+			_exit(0);
+		}
+		if (reuse != old) { /* another process took that pid first: again */
+			kill(reuse, SIGKILL);
+			waitpid(reuse, NULL, 0);
+		}
+	}
+	assert_int_equal(reuse, old);
+	uint64_t calls = f->calls;
+	tb_live_refresh(l, "");
+	assert_int_equal(tb_live_nr_targets(l), 0);
+	assert_int_equal(tb_live_counter(l, TB_L_targets_dropped), 1);
+	rounds(l, f, 20, NULL);
+	assert_int_equal(f->calls, calls);
+	kill(reuse, SIGKILL);
+	waitpid(reuse, NULL, 0);
+	stop(l, f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_failure),    cmocka_unit_test(test_busy_pages),
+		cmocka_unit_test(test_full_fast_node), cmocka_unit_test(test_failing_calls),
+		cmocka_unit_test(test_exit_before_move), cmocka_unit_test(test_pid_reuse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
