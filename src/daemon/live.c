@@ -57,6 +57,7 @@ struct tb_live {
 	int status[TB_MOVE_BATCH];
 	uint32_t qids[TB_MOVE_BATCH];
 	bool warned_full;
+	uint64_t machine_bytes; /* all memory of all nodes: no mapping larger than that is managed */
 };
 
 static const char *const live_names[] = {
@@ -323,6 +324,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		tb_live_free(l);
 		return -EINVAL;
 	}
+	l->machine_bytes = total << TB_PAGE_SHIFT;
 	uint64_t want = dc->max_managed_mb ? dc->max_managed_mb << (20 - TB_PAGE_SHIFT) : total;
 	uint64_t cpp = (want / l->nr_pools + TB_CHUNK_PAGES - 1) / TB_CHUNK_PAGES;
 	if (cpp == 0)
@@ -430,9 +432,15 @@ static int update_chunks(struct tb_live *l, size_t slot)
 	struct tb_vma *v = NULL;
 	size_t n, nv = 0;
 	bool uffd = l->uffd && tb_uffd_has(l->uffd, t->pid);
+	unsigned skipped = t->skipped_vmas;
 	int rc = tb_target_stretches(t, &want, &n, uffd ? &v : NULL, &nv);
 	if (rc)
 		return rc;
+	if (t->skipped_vmas > skipped)
+		fprintf(l->log,
+			"tierbal: pid %d (%s): %u mappings larger than all memory of this machine are left alone "
+			"(reservations such as sanitizer shadow memory: they cannot be resident as a whole)\n",
+			(int)t->pid, t->comm, t->skipped_vmas);
 	if (uffd) {
 		tb_uffd_sync(l->uffd, t->pid, v, nv);
 		free(v);
@@ -507,6 +515,7 @@ int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_
 		return rc;
 	}
 	t->from_cgroup = from_cgroup;
+	t->max_vma_bytes = l->machine_bytes;
 	/* its pages join the engine space of the fast node it runs on */
 	int cpu_node = numa_node_of_cpu(st.processor);
 	t->pool = 0;

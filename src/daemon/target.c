@@ -135,9 +135,14 @@ int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n, 
 	if (rc)
 		return rc == -ENOENT ? -ESRCH : rc;
 	size_t cap = 0;
+	t->skipped_vmas = 0;
 	for (size_t i = 0; i < nv && !rc; i++) {
 		if (!tb_target_managed_vma(&v[i]))
 			continue;
+		if (t->max_vma_bytes && v[i].end - v[i].start > t->max_vma_bytes) {
+			t->skipped_vmas++;
+			continue;
+		}
 		v[nm++] = v[i]; /* i >= nm: the maps are compacted in place to the managed ones */
 		for (uintptr_t a = v[i].start & ~(TB_CHUNK_BYTES - 1); a < v[i].end; a += TB_CHUNK_BYTES) {
 			/* maps are sorted, so a stretch shared by two mappings is the last one */

@@ -28,6 +28,10 @@ struct tb_target {
 	int pagemap_fd;
 	struct tb_tchunk *chunks; /* sorted by base */
 	size_t nr_chunks;
+	/* a mapping larger than this is a reservation, never resident as a whole (sanitizer shadow,
+	 * allocator arenas): left alone, so that its terabytes do not use up the page map (0: no limit) */
+	uint64_t max_vma_bytes;
+	unsigned skipped_vmas; /* how many the last read of the maps left alone */
 };
 
 /* Whether pid may be managed: not tierbal itself, not a kernel thread, one

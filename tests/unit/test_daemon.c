@@ -227,6 +227,13 @@ static void test_stretches(void **state)
 	for (int w = 1; w < 8; w++)
 		assert_true(found->elig[w] == 0);
 	free(s);
+	/* a limit below the 3-page mapping: it is left alone and counted */
+	t.max_vma_bytes = 2 * 4096;
+	assert_int_equal(tb_target_stretches(&t, &s, &n, NULL, NULL), 0);
+	assert_true(t.skipped_vmas >= 1);
+	for (size_t i = 0; i < n; i++)
+		assert_true(s[i].base != base);
+	free(s);
 	munmap(big, 3 * TB_CHUNK_BYTES);
 }
 
