@@ -16,7 +16,12 @@ sample() { # label daemon-pid t
 	rss=$(awk '/^VmRSS/ {print $2}' /proc/$2/status 2>/dev/null)
 	fds=$(ls /proc/$2/fd 2>/dev/null | wc -l)
 	maps=$(timeout 5 cat /proc/$2/maps 2>/dev/null | wc -l)
-	get() { echo "$st" | awk -v k="$1" '$1 == k {print $2}'; }
+	# a missing counter is 0 (an empty one would end this shell in the arithmetic below)
+	get() { v=$(echo "$st" | awk -v k="$1" '$1 == k {print $2}'); echo "${v:-0}"; }
+	if [ $src != 0 ]; then
+		echo "DAEMON label=$1 t=$3 rss_kb=${rss:-0} fds=${fds:-0} maps=${maps:-0} stat=none"
+		return 0
+	fi
 	echo "DAEMON label=$1 t=$3 rss_kb=${rss:-0} fds=${fds:-0} maps=${maps:-0} promoted=$(get pgpromote_success) demoted=$(get pgdemote_kswapd) targets=$(get targets) moves_failed=$(( $(get move_busy) + $(get move_nomem) + $(get move_other) ))"
 }
 watch() { # label daemon-pid
