@@ -21,7 +21,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 	meson test -C build-asan --print-errorlogs --verbose --timeout-multiplier 4 || rc=1
 
 echo "=== fuzzing: every parser, libFuzzer + ASan + UBSan (scripts/fuzz.sh) ==="
-bash scripts/fuzz.sh 2>&1 | tee build/fuzz.log || rc=1
+# 30 s a target here keeps CI short; scripts/fuzz.sh 600 is a real campaign
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh 2>&1 | tee build/fuzz.log || rc=1
 
 echo "=== static analysis: cppcheck, clang-tidy (scripts/analyze.sh) ==="
 bash scripts/analyze.sh 2>&1 | tee build/analyze.log || rc=1
