@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "idmap.h"
@@ -92,6 +94,9 @@ int tb_target_open(struct tb_target *t, pid_t pid, const struct tb_proc_stat *st
 {
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
+	/* a pidfd names this process, not its number: a pid reused within the same clock tick (same
+	 * start time) is still told apart. Kernels before 5.3 have none: the start time alone then */
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	t->starttime = st->starttime;
 	snprintf(t->comm, sizeof(t->comm), "%s", st->comm);
 	t->pagemap_fd = tb_proc_open(pid, "pagemap", O_RDONLY);
@@ -107,6 +112,9 @@ void tb_target_close(struct tb_target *t)
 {
 	if (t->pagemap_fd > 0)
 		close(t->pagemap_fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
 	free(t->chunks);
 	t->chunks = NULL;
 	t->nr_chunks = 0;
@@ -116,6 +124,9 @@ void tb_target_close(struct tb_target *t)
 bool tb_target_alive(const struct tb_target *t)
 {
 	struct tb_proc_stat st;
+	struct pollfd pf = {t->pidfd, POLLIN, 0};
+	if (t->pidfd >= 0 && poll(&pf, 1, 0) == 1)
+		return false; /* readable: the process has exited */
 	return !t->dead && tb_proc_stat(t->pid, &st) == 0 && st.starttime == t->starttime && st.state != 'Z';
 }
 

@@ -26,6 +26,7 @@ struct tb_target {
 	bool from_cgroup;
 	bool dead;          /* exited (or the pid was reused): drop at the next refresh */
 	int pagemap_fd;
+	int pidfd;          /* -1 where the kernel has no pidfd_open */
 	struct tb_tchunk *chunks; /* sorted by base */
 	size_t nr_chunks;
 	/* a mapping larger than this is a reservation, never resident as a whole (sanitizer shadow,

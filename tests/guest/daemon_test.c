@@ -162,7 +162,15 @@ static long long stat_value(const char *name)
 {
 	char *out;
 	char *argv[] = {"tierbal", "stat", "--socket", SOCK, NULL};
-	if (run(argv, &out, 0)) {
+	/* the daemon answers between sampling rounds; under TCG a round that moves tens of thousands of
+	 * pages can outlast tierbal stat's 5 s wait: asked up to three times */
+	int rc = 1;
+	for (int tries = 0; tries < 3 && rc; tries++) {
+		if (tries)
+			free(out);
+		rc = run(argv, &out, 0);
+	}
+	if (rc) {
 		free(out);
 		return -1;
 	}
@@ -458,7 +466,8 @@ static void test_exec(void)
 		if (frac >= 0.9)
 			break;
 	}
-	check(hot0 == 0 && frac >= 0.9, "under tierbal exec: %.1f%% of the hot set on node 0 after %u s (from %zu pages)",
+	/* tierbal exec watches the program from its first instruction: a few pages may move while it fills them */
+	check(hot0 < p.nhot / 100 && frac >= 0.9, "under tierbal exec: %.1f%% of the hot set on node 0 after %u s (from %zu pages)",
 	      100 * frac, secs, hot0);
 	size_t demoted = p.ncold - on_node(p.pid, p.cold_pages, p.ncold, 0);
 	check(demoted > 0, "cold pages demoted to make room: %zu", demoted);
