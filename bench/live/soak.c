@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mover.h"
+
 #define PAGE 4096u
 #define WORDS (PAGE / 8)
 #define CHURN_PAGES 2048u /* 8 MiB */
@@ -86,20 +88,15 @@ static void unmake(struct area *a)
 
 static double share_on_node0(const struct area *a)
 {
-	enum { STEP = 1024 };
-	void *pages[STEP];
-	int status[STEP];
+	void **pages = malloc(a->pages * sizeof(*pages));
 	size_t on0 = 0;
-	for (size_t i = 0; i < a->pages; i += STEP) {
-		size_t n = a->pages - i < STEP ? a->pages - i : STEP;
-		for (size_t k = 0; k < n; k++)
-			pages[k] = a->p + (i + k) * PAGE;
-		if (move_pages(0, (unsigned long)n, pages, NULL, status, 0))
-			return -1;
-		for (size_t k = 0; k < n; k++)
-			on0 += status[k] == 0;
-	}
-	return (double)on0 / (double)a->pages;
+	int rc = pages ? 0 : -1;
+	for (size_t i = 0; pages && i < a->pages; i++)
+		pages[i] = a->p + i * PAGE;
+	if (pages)
+		rc = tb_mover_count(0, pages, a->pages, 0, &on0);
+	free(pages);
+	return rc ? -1 : (double)on0 / (double)a->pages;
 }
 
 static int nr_maps(void)
