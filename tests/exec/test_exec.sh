@@ -112,7 +112,8 @@ for i in range(600000):
     print(" ".join(r.choice(words) for _ in range(r.randint(2, 9))), r.randint(0, 10**9))
 PY
 same "sort of a generated file" 100 -- sort lines.txt
-same "sort -n -k2 -S 64M" 100 -- sort -n -k2 -S 64M lines.txt
+# three copies: with a 64 MiB buffer, long enough (about 3 s) for tierbal to see and scan the buffer
+same "sort -n -k2 -S 64M of 1.8 M lines" 100 -- sort -n -k2 -S 64M lines.txt lines.txt lines.txt
 same "gzip round trip" 1 -- sh -c 'gzip -c lines.txt | gzip -dc | cksum'
 same "xz round trip" 100 -- sh -c 'xz -c -T1 lines.txt | xz -dc | cksum'
 if command -v sqlite3 >/dev/null; then
