@@ -103,6 +103,9 @@ int tb_target_open(struct tb_target *t, pid_t pid, const struct tb_proc_stat *st
 	if (t->pagemap_fd < 0) {
 		snprintf(err, len, "pid %d (%s): cannot open its pagemap: %s", (int)pid, st->comm,
 			 strerror(-t->pagemap_fd));
+		if (t->pidfd >= 0)
+			close(t->pidfd); /* the caller frees a target that failed to open without closing it */
+		t->pidfd = -1;
 		return t->pagemap_fd;
 	}
 	return 0;
