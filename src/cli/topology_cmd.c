@@ -32,9 +32,12 @@ int cmd_topology(int argc, char **argv)
 		for (unsigned i = 0; i < t.nr_nodes; i++) {
 			const struct tb_topo_node *n = &t.node[i];
 			printf("%s\n  {\"node\": %d, \"cpus\": %u, \"total_bytes\": %llu, \"free_bytes\": %llu, "
-			       "\"tier\": %u, \"kernel_tier\": %d, \"distance\": [",
+			       "\"movable_bytes\": %llu, \"kernel_wmark_pages\": [%llu, %llu, %llu], \"tier\": %u, "
+			       "\"kernel_tier\": %d, \"distance\": [",
 			       i ? "," : "", n->id, n->nr_cpus, (unsigned long long)n->total_bytes,
-			       (unsigned long long)n->free_bytes, n->tier, n->kernel_tier);
+			       (unsigned long long)n->free_bytes, (unsigned long long)n->movable_bytes,
+			       (unsigned long long)n->wmark_min, (unsigned long long)n->wmark_low,
+			       (unsigned long long)n->wmark_high, n->tier, n->kernel_tier);
 			for (unsigned j = 0; j < t.nr_nodes; j++)
 				printf("%s%d", j ? ", " : "", n->distance[j]);
 			printf("]}");
@@ -42,12 +45,13 @@ int cmd_topology(int argc, char **argv)
 		printf("]}\n");
 		return EXIT_OK;
 	}
-	printf("tiers from: %s\n%-5s %5s %10s %10s %5s %12s  %s\n", tb_tier_source_name(t.source), "node", "cpus",
-	       "MiB", "free MiB", "tier", "memory_tier", "distances");
+	printf("tiers from: %s\n%-5s %5s %10s %10s %12s %5s %12s  %s\n", tb_tier_source_name(t.source), "node", "cpus",
+	       "MiB", "free MiB", "movable MiB", "tier", "memory_tier", "distances");
 	for (unsigned i = 0; i < t.nr_nodes; i++) {
 		const struct tb_topo_node *n = &t.node[i];
-		printf("%-5d %5u %10llu %10llu %5u %12d ", n->id, n->nr_cpus, (unsigned long long)(n->total_bytes >> 20),
-		       (unsigned long long)(n->free_bytes >> 20), n->tier, n->kernel_tier);
+		printf("%-5d %5u %10llu %10llu %12llu %5u %12d ", n->id, n->nr_cpus,
+		       (unsigned long long)(n->total_bytes >> 20), (unsigned long long)(n->free_bytes >> 20),
+		       (unsigned long long)(n->movable_bytes >> 20), n->tier, n->kernel_tier);
 		for (unsigned j = 0; j < t.nr_nodes; j++)
 			printf(" %d", n->distance[j]);
 		printf("\n");

@@ -307,6 +307,9 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 										  : topo->node[i].tier;
 		l->knode[i] = id;
 		ec.nodes[i].present_pages = topo->node[i].total_bytes >> TB_PAGE_SHIFT;
+		ec.nodes[i].floor_min = topo->node[i].wmark_min;
+		ec.nodes[i].floor_low = topo->node[i].wmark_low;
+		ec.nodes[i].floor_high = topo->node[i].wmark_high;
 		total += ec.nodes[i].present_pages;
 	}
 	l->nr_nodes = topo->nr_nodes;

@@ -88,6 +88,9 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 	for (unsigned i = 0; i < cfg->nr_nodes; i++) {
 		struct tb_node *n = &e->node[i];
 		n->present = cfg->nodes[i].present_pages;
+		n->floor_min = cfg->nodes[i].floor_min;
+		n->floor_low = cfg->nodes[i].floor_low;
+		n->floor_high = cfg->nodes[i].floor_high;
 		n->tier = cfg->nodes[i].tier;
 		n->socket = cfg->nodes[i].socket;
 		n->demote_to = cfg->nodes[i].demote_to;

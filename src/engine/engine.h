@@ -67,6 +67,12 @@ struct tb_node_config {
 	unsigned tier;    /* 0 = top tier (has CPUs) */
 	int demote_to;    /* -1: lowest tier, nothing below */
 	unsigned socket;  /* orders allocation fallback */
+	/* the kernel's own min/low/high watermarks of the node (live), as floors:
+	 * whatever the knobs say, the engine never plans to take the node below
+	 * them. How a kernel shares min_free_kbytes out between nodes changes
+	 * between versions (6.12 leaves ZONE_MOVABLE memory out, 6.1 does not), so
+	 * they are read, not modeled. 0: no floor (the simulator). */
+	uint64_t floor_min, floor_low, floor_high;
 };
 
 struct tb_engine_config {

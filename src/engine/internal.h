@@ -33,6 +33,7 @@ struct tb_pmeta {
 
 struct tb_node {
 	uint64_t present, used;
+	uint64_t floor_min, floor_low, floor_high; /* the kernel's own watermarks, 0 if unknown */
 	uint64_t external; /* in use by memory the engine does not manage (live daemon) */
 	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote;
 	uint64_t boost, boost_max;

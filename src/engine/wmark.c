@@ -24,6 +24,14 @@ void wmark_setup(struct tb_engine *e)
 			tmp = n->wmark_min / 4;
 		n->wmark_low = n->wmark_min + tmp;
 		n->wmark_high = n->wmark_low + tmp;
+		if (n->floor_high > n->wmark_high) {
+			/* the kernel keeps more in reserve than the knobs say: its own figures */
+			n->wmark_min = n->floor_min > n->wmark_min ? n->floor_min : n->wmark_min;
+			n->wmark_low = n->floor_low > n->wmark_low ? n->floor_low : n->wmark_low;
+			n->wmark_high = n->floor_high;
+			if (n->wmark_high - n->wmark_low > tmp)
+				tmp = n->wmark_high - n->wmark_low;
+		}
 		if (e->k.wmark_mode == TB_WMARK_V10) {
 			uint64_t extra = (10ull << 20) >> TB_PAGE_SHIFT;
 			if (extra > n->present >> 6)

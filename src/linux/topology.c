@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int tb_parse_nodelist(const char *s, uint64_t *mask)
 {
@@ -129,6 +130,58 @@ int tb_topology_read(struct tb_topology *t, const char *root, char *err, size_t 
 			t->node[i].distance[j] = numa_distance(t->node[i].id, t->node[j].id);
 	read_kernel_tiers(t, root);
 	assign_tiers(t);
+	tb_topology_read_zones(t, root); /* without zoneinfo: no floors, nothing taken as movable */
+	return 0;
+}
+
+static struct tb_topo_node *node_by_id(struct tb_topology *t, int id)
+{
+	for (unsigned i = 0; i < t->nr_nodes; i++)
+		if (t->node[i].id == id)
+			return &t->node[i];
+	return NULL;
+}
+
+int tb_topology_read_zones(struct tb_topology *t, const char *root)
+{
+	char path[384];
+	snprintf(path, sizeof(path), "%.300s/proc/zoneinfo", root);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	for (unsigned i = 0; i < t->nr_nodes; i++) {
+		struct tb_topo_node *n = &t->node[i];
+		n->movable_bytes = n->wmark_min = n->wmark_low = n->wmark_high = 0;
+	}
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t page = ps > 0 ? (uint64_t)ps : 4096; /* zoneinfo counts base pages */
+	char line[256], zone[32] = "";
+	struct tb_topo_node *n = NULL;
+	/* a zone lists boost, min, low and high before managed, which says whether it counts */
+	unsigned long long boost = 0, min = 0, low = 0, high = 0, v;
+	int id;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone %31s", &id, zone) == 2) {
+			n = node_by_id(t, id);
+			boost = min = low = high = 0;
+		} else if (sscanf(line, " boost %llu", &v) == 1) {
+			boost = v;
+		} else if (sscanf(line, " min %llu", &v) == 1) {
+			min = v;
+		} else if (sscanf(line, " low %llu", &v) == 1) {
+			low = v;
+		} else if (sscanf(line, " high %llu", &v) == 1) {
+			high = v;
+		} else if (n && sscanf(line, " managed %llu", &v) == 1 && v > 0) {
+			if (!strcmp(zone, "Movable"))
+				n->movable_bytes += (uint64_t)v * page;
+			/* the boost raises all three for a while after fragmenting allocations */
+			n->wmark_min += min > boost ? min - boost : 0;
+			n->wmark_low += low > boost ? low - boost : 0;
+			n->wmark_high += high > boost ? high - boost : 0;
+		}
+	}
+	fclose(f);
 	return 0;
 }
 

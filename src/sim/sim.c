@@ -308,8 +308,10 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 	};
 	double worst = 0;
 	for (unsigned i = 0; i < m->nr_nodes; i++) {
-		ec.nodes[i] = (struct tb_node_config){m->node[i].capacity_pages, m->node[i].tier, m->node[i].demote_to,
-						      m->node[i].socket};
+		ec.nodes[i] = (struct tb_node_config){.present_pages = m->node[i].capacity_pages,
+						      .tier = m->node[i].tier,
+						      .demote_to = m->node[i].demote_to,
+						      .socket = m->node[i].socket};
 		for (unsigned j = 0; j < m->nr_nodes; j++)
 			if (s->migrate_ns[i][j] > worst)
 				worst = s->migrate_ns[i][j];

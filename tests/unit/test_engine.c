@@ -70,7 +70,8 @@ static struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *))
 	struct tb_engine_config c = {
 		.policy = policy,
 		.nr_nodes = 2,
-		.nodes = {{FAST_PAGES, 0, 1, 0}, {SLOW_PAGES, 1, -1, 0}},
+		.nodes = {{.present_pages = FAST_PAGES, .tier = 0, .demote_to = 1, .socket = 0},
+			  {.present_pages = SLOW_PAGES, .tier = 1, .demote_to = -1, .socket = 0}},
 		.nr_pages = NR_PAGES,
 		.kswapd_pages_per_sec = 1000000,
 		.platform = &fake_platform,
@@ -163,6 +164,57 @@ static void test_watermarks(void **state)
 	assert_int_equal(ni.wmark_low, min0 + tmp);
 	assert_int_equal(ni.wmark_high, min0 + 2 * tmp);
 	assert_int_equal(ni.wmark_promo, min0 + 3 * tmp); /* v13: one more distance */
+	destroy(f);
+}
+
+/* The kernel's own watermarks are floors. Debian's 6.12 in the tier-layout
+ * guest, whose slow node is all ZONE_MOVABLE, keeps min_free_kbytes (45056
+ * KiB) on the fast node alone: min 11263, low 14078, high 16893 pages in
+ * /proc/zoneinfo, where the knobs' rule (shared by size, as 6.1 does) gives
+ * about half. Floors below the knobs' figures change nothing. */
+static void test_watermarks_kernel_floor(void **state)
+{
+	(void)state;
+	struct tb_engine_config c = {
+		.policy = TB_POLICY_PROMOTE,
+		.nr_nodes = 2,
+		.nodes = {{.present_pages = 230501, .tier = 0, .demote_to = 1, .socket = 0,
+			   .floor_min = 11263, .floor_low = 14078, .floor_high = 16893},
+			  {.present_pages = 229376, .tier = 1, .demote_to = -1, .socket = 0,
+			   .floor_min = 10, .floor_low = 12, .floor_high = 14}},
+		.nr_pages = 64,
+		.platform = &fake_platform,
+		.sampler = &fake_sampler,
+	};
+	tb_knobs_default(&c.knobs);
+	c.knobs.min_free_kbytes = 45056;
+	c.knobs.watermark_scale_factor = 10;
+	c.knobs.demote_scale_factor = 200;
+	uint64_t min0 = 11264ull * 230501 / (230501 + 229376), tmp0 = min0 / 4; /* the knobs' own figures */
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	c.platform_ctx = c.sampler_ctx = f;
+	char err[256];
+	assert_int_equal(tb_engine_new(&f->e, &c, err, sizeof(err)), 0);
+	struct tb_node_info fast = info(f, 0), slow = info(f, 1);
+	assert_int_equal(fast.wmark_min, 11263);
+	assert_int_equal(fast.wmark_low, 14078);
+	assert_int_equal(fast.wmark_high, 16893);
+	assert_int_equal(fast.wmark_promo, 16893 + (16893 - 14078)); /* one distance above high */
+	assert_int_equal(fast.wmark_demote, 16893 + 230501 * 200 / 10000);
+	assert_true(tmp0 < 16893 - 14078);
+	uint64_t min1 = 11264ull * 229376 / (230501 + 229376), tmp1 = min1 / 4;
+	assert_int_equal(slow.wmark_min, min1); /* floors below the knobs' figures: the knobs' */
+	assert_int_equal(slow.wmark_high, min1 + 2 * tmp1);
+	destroy(f);
+	/* knobs that ask for more than the kernel keeps: the knobs win */
+	c.knobs.min_free_kbytes = 4 * 45056;
+	f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	c.platform_ctx = c.sampler_ctx = f;
+	assert_int_equal(tb_engine_new(&f->e, &c, err, sizeof(err)), 0);
+	assert_int_equal(info(f, 0).wmark_min, 45056ull * 230501 / (230501 + 229376)); /* 4 x 45056 KiB in pages */
+	assert_true(info(f, 0).wmark_high > 16893);
 	destroy(f);
 }
 
@@ -689,6 +741,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_watermarks),
+		cmocka_unit_test(test_watermarks_kernel_floor),
 		cmocka_unit_test(test_watermarks_v10_and_boost),
 		cmocka_unit_test(test_refused_promotion_wakes_kswapd),
 		cmocka_unit_test(test_fallback_leaves_kswapd_asleep),

@@ -7,8 +7,10 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -111,11 +113,60 @@ static void test_mover_count(void **state)
 	munmap(m, n * 4096);
 }
 
+/* zoneinfo as 6.12 prints it in the tier-layout guest (abridged; the DMA32
+ * zone boosted for the test): node 1 is all ZONE_MOVABLE, and the empty
+ * zones' watermarks do not count */
+static const char zoneinfo[] =
+	"Node 0, zone      DMA\n  per-node stats\n      nr_inactive_anon 20\n  pages free     3808\n"
+	"        boost    0\n        min      187\n        low      233\n        high     279\n"
+	"        promo    325\n        spanned  4095\n        managed  3840\n"
+	"Node 0, zone    DMA32\n  pages free     212840\n        boost    100\n        min      11176\n"
+	"        low      13945\n        high     16714\n        managed  226661\n"
+	"  pagesets\n    cpu: 0\n              count: 50\n              high:  378\n"
+	"Node 0, zone  Movable\n  pages free     0\n        boost    0\n        min      32\n"
+	"        low      32\n        high     32\n        managed  0\n"
+	"Node 1, zone   Normal\n  pages free     0\n        min      0\n        managed  0\n"
+	"Node 1, zone  Movable\n  pages free     229102\n        boost    0\n        min      128\n"
+	"        low      357\n        high     586\n        managed  229376\n"
+	"        protection: (0, 0, 0, 0, 0)\n"
+	"Node 2, zone  Movable\n        min      1\n        managed  5\n"; /* a node tierbal does not use */
+
+static void test_zoneinfo(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/tb-zoneinfo-XXXXXX", dir[64], path[96];
+	assert_non_null(mkdtemp(root));
+	snprintf(dir, sizeof(dir), "%s/proc", root);
+	snprintf(path, sizeof(path), "%s/zoneinfo", dir);
+	struct tb_topology t = {.nr_nodes = 2};
+	t.node[0].id = 0;
+	t.node[1].id = 1;
+	t.node[0].movable_bytes = t.node[0].wmark_high = 77; /* stale: read anew */
+	assert_int_equal(tb_topology_read_zones(&t, root), -ENOENT);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(zoneinfo, f);
+	fclose(f);
+	assert_int_equal(tb_topology_read_zones(&t, root), 0);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	assert_int_equal(t.node[0].movable_bytes, 0);
+	assert_int_equal(t.node[0].wmark_min, 187 + 11076); /* the boost taken out, the empty Movable zone left out */
+	assert_int_equal(t.node[0].wmark_low, 233 + 13845);
+	assert_int_equal(t.node[0].wmark_high, 279 + 16614);
+	assert_int_equal(t.node[1].movable_bytes, 229376 * page);
+	assert_int_equal(t.node[1].wmark_min, 128);
+	assert_int_equal(t.node[1].wmark_high, 586);
+	unlink(path);
+	rmdir(dir);
+	rmdir(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_nodelist), cmocka_unit_test(test_maps_lines),
 					   cmocka_unit_test(test_maps_of_self),
 					   cmocka_unit_test(test_softdirty_probe_answers),
-					   cmocka_unit_test(test_mover_count)};
+					   cmocka_unit_test(test_mover_count), cmocka_unit_test(test_zoneinfo)};
 	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
 }
