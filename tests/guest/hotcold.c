@@ -6,7 +6,7 @@
  *        LEAVE_MB = -N: exactly N MiB of cold pages; HOT_MB = 0: no hot set, the
  *        program sleeps until SIGUSR1; SHIFT_S: a second hot set of the same size
  *        on node 1 takes over after SHIFT_S seconds (the first one turns cold)
- * prints: "ready PID cold ADDR PAGES hot ADDR PAGES [hot2 ADDR PAGES]", then on
+ * prints: "ready PID cold ADDR PAGES hot ADDR PAGES [hot2 ADDR PAGES] passes ADDR", then on
  * SIGUSR1 "verify: N pages, M mismatches, P passes" (P: passes over a hot set) */
 #include <numa.h>
 #include <numaif.h>
@@ -24,6 +24,9 @@
 #define WORDS (PAGE / 8)
 
 static volatile sig_atomic_t stop;
+/* passes over the hot set so far: its address is on the "ready" line, so that
+ * a harness can read the running count (process_vm_readv) without stopping it */
+static volatile unsigned long passes;
 
 static void on_usr1(int sig)
 {
@@ -102,15 +105,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (hot2)
-		printf("ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold,
-		       (unsigned long)hot, nhot, (unsigned long)hot2, nhot);
+		printf("ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu passes %lx\n", (int)getpid(), (unsigned long)cold,
+		       ncold, (unsigned long)hot, nhot, (unsigned long)hot2, nhot, (unsigned long)&passes);
 	else
-		printf("ready %d cold %lx %zu hot %lx %zu\n", (int)getpid(), (unsigned long)cold, ncold,
-		       (unsigned long)hot, nhot);
+		printf("ready %d cold %lx %zu hot %lx %zu passes %lx\n", (int)getpid(), (unsigned long)cold, ncold,
+		       (unsigned long)hot, nhot, (unsigned long)&passes);
 	fflush(stdout);
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	unsigned long passes = 0;
 	while (!stop && !nhot)
 		sleep(1); /* no hot set: a quiet target that only holds its pages (SIGUSR1 cuts the sleep short) */
 	while (!stop) {
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
 	size_t bad = check(cold, ncold, 0, NULL) + check(hot, nhot, ncold, gen);
 	if (hot2)
 		bad += check(hot2, nhot, ncold + nhot, gen2);
-	printf("verify: %zu pages, %zu mismatches, %lu passes\n", ncold + nhot * (hot2 ? 2 : 1), bad, passes);
+	printf("verify: %zu pages, %zu mismatches, %lu passes\n", ncold + nhot * (hot2 ? 2 : 1), bad,
+	       (unsigned long)passes);
 	fflush(stdout);
 	return bad ? 1 : 0;
 }

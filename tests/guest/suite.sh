@@ -1,6 +1,9 @@
 #!/bin/sh
-# Runs inside the guest (busybox sh): the live tests. usage: suite.sh LAYOUT
+# Runs inside the guest (busybox sh): the live tests. usage: suite.sh LAYOUT [damon]
+# With "damon" (on a kernel that has DAMON's sysfs interface): the topology
+# tests and tierbal run with the DAMON sampler only.
 layout=$1
+only=${2:-}
 pass=0
 fail=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
@@ -22,8 +25,13 @@ echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances r
 # 2. the mover: real move_pages between the nodes, placement, integrity, errors
 # 3. the soft-dirty sampler: exactly the written pages
 # 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run
-for prog in guest_mover_test guest_softdirty_test guest_daemon_test; do
-	out=$($prog)
+# 5. (damon) the DAMON sampler on a kernel that has it
+runs="guest_mover_test guest_softdirty_test guest_daemon_test"
+[ "$only" = damon ] && runs="guest_daemon_test:damon"
+for run in $runs; do
+	prog=${run%%:*}
+	arg=${run#"$prog"}
+	out=$($prog ${arg#:})
 	echo "$out"
 	line=$(echo "$out" | grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -n "$line" ]; then
