@@ -3,17 +3,20 @@
  * pages, a 64 MiB hot set written without pause on node 1, and after SHIFT_S
  * seconds a second 64 MiB hot set on node 1 takes over.
  *
- *   usage: guest_compare none|kernel|exec|run SECONDS SHIFT_S
+ *   usage: guest_compare none|kernel|exec|run|damon SECONDS SHIFT_S
  *
  * none    no balancing at all
  * kernel  the kernel's own: numa_balancing = 2 (memory tiering), demotion on
  * exec    tierbal exec (hint faults from userfaultfd), the dynamic guest_hotcold_dyn
- * run     tierbal run --pid, with its best sampler here (soft-dirty)
+ * run     tierbal run --pid, with its best sampler (soft-dirty on 6.1)
+ * damon   tierbal run --pid --sampler damon (a kernel with DAMON: 6.12)
  *
- * Every second it prints a SAMPLE line: the share of the current hot set on
- * node 0 (move_pages, nodes = NULL), page moves and ping-pongs seen by
- * comparing every page's node with the second before, /proc/vmstat deltas
- * and tierbal's own counters; at the end a RESULT line. */
+ * About every second it prints a SAMPLE line with the real time it read the
+ * placement at: the share of the current hot set on node 0 (move_pages,
+ * nodes = NULL), page moves and ping-pongs seen by comparing every page's
+ * node with the sample before, the workload's passes so far, /proc/vmstat
+ * deltas and tierbal's own counters; at the end a RESULT line. */
+#define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +34,14 @@
 
 #define SOCK "/tmp/compare.sock"
 #define PAGE 4096u
+#define STEADY_S 10
 
 static const char *const vm_names[] = {"pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd",
 				       "pgdemote_direct",   "numa_hint_faults",    "numa_hint_faults_local",
 				       "pgmigrate_success", "pgmigrate_fail",      "numa_pages_migrated"};
 #define NR_VM (sizeof(vm_names) / sizeof(vm_names[0]))
-static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd", "numa_hint_faults", "uffd_faults"};
+static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd", "numa_hint_faults", "uffd_faults",
+				       "node0_wmark_high", "node0_wmark_demote"};
 #define NR_TB (sizeof(tb_names) / sizeof(tb_names[0]))
 
 static double now_s(void)
@@ -68,12 +74,49 @@ static void vmstat(long long *v)
 		fclose(f);
 }
 
-/* tierbal's counters through its control socket (tierbal stat), or -1 */
+/* node 0's watermarks as the kernel keeps them (/proc/zoneinfo, pages summed
+ * over its zones): high, and promo, the level kswapd demotes up to when a
+ * promotion found too little free memory. 6.1 does not list promo; it sets it
+ * one watermark distance (high - low) above high. */
+static void zone_wmarks(long long *high, long long *promo)
+{
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	char line[256];
+	int node = -1;
+	long long v, low = 0, listed = 0;
+	*high = *promo = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &node) == 1)
+			continue;
+		if (node == 0 && sscanf(line, " low %lld", &v) == 1)
+			low += v;
+		else if (node == 0 && sscanf(line, " high %lld", &v) == 1)
+			*high += v;
+		else if (node == 0 && sscanf(line, " promo %lld", &v) == 1)
+			listed += v;
+	}
+	if (f)
+		fclose(f);
+	*promo = listed ? listed : *high + (*high - low);
+}
+
+/* the workload's running count of passes over its hot set, or -1 */
+static long long read_passes(pid_t pid, unsigned long addr)
+{
+	unsigned long v;
+	struct iovec local = {&v, sizeof(v)}, remote = {(void *)addr, sizeof(v)};
+	if (!addr || process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(v))
+		return -1;
+	return (long long)v;
+}
+
+/* tierbal's counters through its control socket (tierbal stat), or -1: the
+ * daemon answers between its rounds, so the question gets half a second */
 static void tb_stats(long long *v)
 {
 	for (size_t i = 0; i < NR_TB; i++)
 		v[i] = -1;
-	FILE *p = popen("tierbal stat --socket " SOCK " 2>/dev/null", "r");
+	FILE *p = popen("timeout 0.5 tierbal stat --socket " SOCK " 2>/dev/null", "r");
 	char name[64];
 	char val[64];
 	while (p && fscanf(p, "%63s %63s", name, val) == 2)
@@ -82,6 +125,24 @@ static void tb_stats(long long *v)
 				v[i] = atoll(val);
 	if (p)
 		pclose(p);
+}
+
+/* passes per second from the first sample at or after `from` seconds to the
+ * last one at or before `to`, or -1 where there are none */
+static double rate(const long long *passes, const double *at, int samples, double from, double to)
+{
+	int a = -1, b = -1;
+	for (int s = 1; s <= samples; s++) {
+		if (passes[s] < 0)
+			continue;
+		if (a < 0 && at[s] >= from)
+			a = s;
+		if (at[s] <= to)
+			b = s;
+	}
+	if (a < 0 || b <= a || at[b] - at[a] < 1)
+		return -1;
+	return (double)(passes[b] - passes[a]) / (at[b] - at[a]);
 }
 
 static pid_t spawn(char *const argv[], int out_fd, const char *log)
@@ -102,12 +163,13 @@ static pid_t spawn(char *const argv[], int out_fd, const char *log)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: guest_compare none|kernel|exec|run SECONDS SHIFT_S\n");
+		fprintf(stderr, "usage: guest_compare none|kernel|exec|run|damon SECONDS SHIFT_S\n");
 		return 2;
 	}
 	const char *mode = argv[1];
 	int secs = atoi(argv[2]), shift = atoi(argv[3]);
-	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec"), run = !strcmp(mode, "run");
+	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec"), damon = !strcmp(mode, "damon"),
+	     run = damon || !strcmp(mode, "run");
 	if (!kernel && !exec && !run && strcmp(mode, "none")) {
 		fprintf(stderr, "guest_compare: unknown mode '%s'\n", mode);
 		return 2;
@@ -130,7 +192,7 @@ int main(int argc, char **argv)
 	FILE *out = fdopen(fds[0], "r");
 	char line[512];
 	int pid = 0;
-	unsigned long cold, hot, hot2;
+	unsigned long cold, hot, hot2, passes_at = 0;
 	size_t ncold, nhot, nhot2;
 	if (!out || !fgets(line, sizeof(line), out) ||
 	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu", &pid, &cold, &ncold, &hot, &nhot, &hot2, &nhot2) !=
@@ -138,11 +200,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "guest_compare: the workload did not start (see /tmp/compare-target.log)\n");
 		return 1;
 	}
+	const char *pa = strstr(line, " passes ");
+	if (!pa || sscanf(pa, " passes %lx", &passes_at) != 1)
+		passes_at = 0;
 	pid_t daemon = 0;
 	if (run) {
 		char p[16];
 		snprintf(p, sizeof(p), "%d", pid);
-		char *d[] = {"tierbal", "run", "--pid", p, "--socket", SOCK, NULL};
+		char *d[] = {"tierbal", "run", "--pid", p, "--socket", SOCK, "--sampler", damon ? "damon" : "auto", NULL};
 		daemon = spawn(d, -1, "/tmp/compare-run.log");
 	}
 	/* every page of the workload, and where it was a second ago */
@@ -164,6 +229,24 @@ int main(int argc, char **argv)
 	vmstat(vm0);
 	double t0 = now_s(), t90a = -1, t90b = -1, share_a = 0, share_b = 0;
 	long long moves = 0, pingpong = 0;
+	/* steady state: the passes of the last STEADY_S seconds of each phase, when
+	 * every balancer has long since brought the hot set in */
+	long long *passes = calloc((size_t)secs + 1, sizeof(*passes));
+	if (!passes)
+		return 1;
+	for (int s = 0; s <= secs; s++)
+		passes[s] = -1;
+	passes[0] = read_passes(pid, passes_at);
+	/* t: real seconds since the start, taken when placement was read; a sample
+	 * can come late (the query of every page, tierbal stat) and must not
+	 * pretend to be on time */
+	double *at = calloc((size_t)secs + 1, sizeof(*at));
+	if (!at)
+		return 1;
+	long long tb_last[NR_TB];
+	for (size_t i = 0; i < NR_TB; i++)
+		tb[i] = tb_last[i] = -1;
+	int samples = 0;
 	for (int s = 1; s <= secs; s++) {
 		double next = t0 + s;
 		for (double w; (w = next - now_s()) > 0;) {
@@ -172,6 +255,10 @@ int main(int argc, char **argv)
 		}
 		if (tb_mover_query(pid, pages, n, node))
 			break;
+		double t = now_s() - t0;
+		passes[s] = read_passes(pid, passes_at);
+		at[s] = t;
+		samples = s;
 		for (size_t i = 0; i < n; i++) {
 			if (node[i] < 0 || node[i] == last[i] || last[i] < 0) {
 				if (last[i] < 0)
@@ -184,7 +271,7 @@ int main(int argc, char **argv)
 			before[i] = last[i];
 			last[i] = node[i];
 		}
-		bool second = s > shift;
+		bool second = t >= shift;
 		size_t first = second ? ncold + nhot : ncold, cnt = second ? nhot2 : nhot, on0 = 0;
 		for (size_t i = first; i < first + cnt; i++)
 			on0 += node[i] == 0;
@@ -192,20 +279,21 @@ int main(int argc, char **argv)
 		if (!second) {
 			share_a = share;
 			if (t90a < 0 && share >= 0.9)
-				t90a = s;
+				t90a = t;
 		} else {
 			share_b = share;
 			if (t90b < 0 && share >= 0.9)
-				t90b = s - shift;
+				t90b = t - shift;
 		}
 		vmstat(vm);
-		if (exec || run)
-			tb_stats(tb);
-		else
+		if (exec || run) {
+			tb_stats(tb_last); /* a daemon busy with a long round leaves the last answer standing */
 			for (size_t i = 0; i < NR_TB; i++)
-				tb[i] = -1;
-		printf("SAMPLE mode=%s t=%d phase=%d hot_share=%.4f moves=%lld pingpong=%lld", mode, s, second ? 2 : 1, share,
-		       moves, pingpong);
+				if (tb_last[i] >= 0)
+					tb[i] = tb_last[i];
+		}
+		printf("SAMPLE mode=%s t=%.2f phase=%d hot_share=%.4f moves=%lld pingpong=%lld passes=%lld", mode, t,
+		       second ? 2 : 1, share, moves, pingpong, passes[s]);
 		for (size_t i = 0; i < NR_VM; i++)
 			printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
 		for (size_t i = 0; i < NR_TB; i++)
@@ -215,9 +303,9 @@ int main(int argc, char **argv)
 	}
 	kill(pid, SIGUSR1);
 	size_t checked = 0, mism = 1;
-	unsigned long passes = 0;
+	unsigned long total_passes = 0;
 	if (!fgets(line, sizeof(line), out) ||
-	    sscanf(line, "verify: %zu pages, %zu mismatches, %lu passes", &checked, &mism, &passes) != 3)
+	    sscanf(line, "verify: %zu pages, %zu mismatches, %lu passes", &checked, &mism, &total_passes) != 3)
 		mism = 1;
 	if (daemon) {
 		kill(daemon, SIGTERM);
@@ -227,14 +315,22 @@ int main(int argc, char **argv)
 	waitpid(runner, &st, 0);
 	put("/proc/sys/kernel/numa_balancing", "0");
 	put("/sys/kernel/mm/numa/demotion_enabled", "false");
-	printf("RESULT compare mode=%s seconds=%d shift=%d t90_phase1=%.0f share_phase1=%.4f t90_phase2=%.0f "
-	       "share_phase2=%.4f moves=%lld pingpong=%lld",
-	       mode, secs, shift, t90a, share_a, t90b, share_b, moves, pingpong);
+	long long khigh, kpromo;
+	zone_wmarks(&khigh, &kpromo);
+	int steady = shift / 3 < STEADY_S ? shift / 3 : STEADY_S;
+	printf("RESULT compare mode=%s seconds=%d shift=%d t90_phase1=%.1f share_phase1=%.4f t90_phase2=%.1f "
+	       "share_phase2=%.4f hot_pages=%zu moves=%lld pingpong=%lld steady_s=%d rate_phase1=%.1f rate_phase2=%.1f "
+	       "kernel_node0_high=%lld kernel_node0_promo=%lld",
+	       mode, secs, shift, t90a, share_a, t90b, share_b, nhot, moves, pingpong, steady,
+	       rate(passes, at, samples, shift - 1 - steady, shift - 1), rate(passes, at, samples, secs - steady, secs),
+	       khigh, kpromo);
 	for (size_t i = 0; i < NR_VM; i++)
 		printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
 	for (size_t i = 0; i < NR_TB; i++)
 		printf(" tb_%s=%lld", tb_names[i], tb[i]);
-	printf(" checked_pages=%zu mismatches=%zu passes=%lu exit=%d\n", checked, mism, passes,
+	printf(" checked_pages=%zu mismatches=%zu passes=%lu exit=%d\n", checked, mism, total_passes,
 	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	free(passes);
+	free(at);
 	return mism != 0;
 }
