@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "mover.h"
+#include "topology.h"
 
 #define SOCK "/tmp/compare.sock"
 #define PAGE 4096u
@@ -74,30 +75,17 @@ static void vmstat(long long *v)
 		fclose(f);
 }
 
-/* node 0's watermarks as the kernel keeps them (/proc/zoneinfo, pages summed
- * over its zones): high, and promo, the level kswapd demotes up to when a
- * promotion found too little free memory. 6.1 does not list promo; it sets it
- * one watermark distance (high - low) above high. */
+/* node 0's watermarks as the kernel keeps them: high, and promo, the level
+ * kswapd demotes up to when a promotion found too little free memory, one
+ * watermark distance (high - low) above high (6.1 does not list it) */
 static void zone_wmarks(long long *high, long long *promo)
 {
-	FILE *f = fopen("/proc/zoneinfo", "r");
-	char line[256];
-	int node = -1;
-	long long v, low = 0, listed = 0;
+	struct tb_topology t = {.nr_nodes = 1};
 	*high = *promo = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Node %d,", &node) == 1)
-			continue;
-		if (node == 0 && sscanf(line, " low %lld", &v) == 1)
-			low += v;
-		else if (node == 0 && sscanf(line, " high %lld", &v) == 1)
-			*high += v;
-		else if (node == 0 && sscanf(line, " promo %lld", &v) == 1)
-			listed += v;
-	}
-	if (f)
-		fclose(f);
-	*promo = listed ? listed : *high + (*high - low);
+	if (tb_topology_read_zones(&t, ""))
+		return;
+	*high = (long long)t.node[0].wmark_high;
+	*promo = *high + (long long)(t.node[0].wmark_high - t.node[0].wmark_low);
 }
 
 /* the workload's running count of passes over its hot set, or -1 */

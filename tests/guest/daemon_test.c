@@ -218,7 +218,8 @@ static void write_file(const char *path, const char *text)
 static const char *config = "[daemon]\nsample_ms = 200\nrefresh_ms = 500\nsocket = " SOCK "\n";
 
 /* The kernel's high watermark of a node: /proc/zoneinfo's high less its boost
- * (which comes and goes), summed over the zones that have memory */
+ * (which comes and goes), summed over the zones that have memory. Parsed here
+ * again on purpose: the check must not share tierbal's own parser. */
 static long long kernel_high(int want)
 {
 	FILE *f = fopen("/proc/zoneinfo", "r");
