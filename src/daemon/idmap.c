@@ -68,14 +68,3 @@ void tb_idmap_put(struct tb_idmap *m, uint32_t c)
 	m->owner[c] = TB_NO_OWNER;
 	m->free[pool][m->nr_free[pool]++] = c;
 }
-
-uint32_t tb_idmap_extent(const struct tb_idmap *m, uint32_t pool)
-{
-	if (pool >= m->nr_pools)
-		return 0;
-	uint32_t first = pool * m->chunks_per_pool;
-	for (uint32_t n = m->chunks_per_pool; n > 0; n--)
-		if (m->owner[first + n - 1] != TB_NO_OWNER)
-			return n;
-	return 0;
-}

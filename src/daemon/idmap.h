@@ -26,9 +26,6 @@ void tb_idmap_destroy(struct tb_idmap *m);
 /* Takes a free chunk of pool for owner's stretch at base; -ENOSPC when the pool is empty. */
 int tb_idmap_get(struct tb_idmap *m, uint32_t pool, uint32_t owner, uintptr_t base, uint32_t *chunk);
 void tb_idmap_put(struct tb_idmap *m, uint32_t chunk);
-/* How many chunks of pool, from its first, reach its highest chunk in use
- * (0 if none is): chunks are handed out lowest first, so this stays small. */
-uint32_t tb_idmap_extent(const struct tb_idmap *m, uint32_t pool);
 
 static inline uint32_t tb_idmap_page(uint32_t chunk, unsigned i)
 {
