@@ -217,6 +217,18 @@ static void write_file(const char *path, const char *text)
 
 static const char *config = "[daemon]\nsample_ms = 200\nrefresh_ms = 500\nsocket = " SOCK "\n";
 
+/* tierbal run on p's process with the test configuration, and --sampler if
+ * given; its messages go to log */
+static pid_t spawn_run(const struct prog *p, const char *log, const char *sampler)
+{
+	write_file("/tmp/tb.ini", config);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini",
+			sampler ? "--sampler" : NULL, (char *)sampler, NULL};
+	return spawn(argv, -1, log, 0);
+}
+
 /* The kernel's high watermark of a node: /proc/zoneinfo's high less its boost
  * (which comes and goes), summed over the zones that have memory. Parsed here
  * again on purpose: the check must not share tierbal's own parser. */
@@ -287,11 +299,7 @@ static void test_promotion(void)
 	}
 	check(most == 0, "control, no tierbal: no hot page reached node 0 in 10 s (%zu)", most);
 
-	write_file("/tmp/tb.ini", config);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
-	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", NULL};
-	pid_t d = spawn(argv, -1, "/tmp/tb-run.log", 0);
+	pid_t d = spawn_run(&p, "/tmp/tb-run.log", NULL);
 	unsigned secs;
 	double frac = wait_promoted(&p, d, 0.9, &secs);
 	check(frac >= 0.9, "under tierbal run: %.1f%% of the hot set on node 0 after %u s (goal >= 90%% within 60 s)",
@@ -564,11 +572,7 @@ static void test_faults(void)
 		check(0, "guest_hotcold started");
 		return;
 	}
-	write_file("/tmp/tb.ini", config);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
-	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", NULL};
-	pid_t d = spawn(argv, -1, "/tmp/tb-kill.log", 0);
+	pid_t d = spawn_run(&p, "/tmp/tb-kill.log", NULL);
 	uint64_t t0 = ms_now();
 	bool inside = false;
 	while (!inside && alive(d) && ms_now() - t0 < 30000)
@@ -579,7 +583,7 @@ static void test_faults(void)
 	      (unsigned)(ms_now() - t0));
 	check(kill(p.pid, 0) == 0, "the target runs on after the daemon's death");
 
-	d = spawn(argv, -1, "/tmp/tb-flood.log", 0);
+	d = spawn_run(&p, "/tmp/tb-flood.log", NULL);
 	check(wait_stat("targets", 1, 20000) == 1, "a new daemon takes over the stale control socket");
 	/* silent clients beyond the daemon's limit, and clients that send garbage */
 	int silent[40];
@@ -671,11 +675,7 @@ static void test_damon(void)
 		check(0, "guest_hotcold started");
 		return;
 	}
-	write_file("/tmp/tb.ini", config);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
-	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", "--sampler", "damon", NULL};
-	pid_t d = spawn(argv, -1, "/tmp/tb-damon.log", 0);
+	pid_t d = spawn_run(&p, "/tmp/tb-damon.log", "damon");
 	/* DAMON samples one page per region and splits regions as it goes: a
 	 * region that still straddles the hot set's edge can hide part of it for a
 	 * while (one run of six stayed at 86% for 60 s; the others passed 90% in

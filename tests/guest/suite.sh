@@ -26,12 +26,10 @@ echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances r
 # 3. the soft-dirty sampler: exactly the written pages
 # 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run
 # 5. (damon) the DAMON sampler on a kernel that has it
-runs="guest_mover_test guest_softdirty_test guest_daemon_test"
-[ "$only" = damon ] && runs="guest_daemon_test:damon"
-for run in $runs; do
-	prog=${run%%:*}
-	arg=${run#"$prog"}
-	out=$($prog ${arg#:})
+progs="guest_mover_test guest_softdirty_test guest_daemon_test"
+[ "$only" = damon ] && progs=guest_daemon_test
+for prog in $progs; do
+	out=$($prog $only)
 	echo "$out"
 	line=$(echo "$out" | grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -n "$line" ]; then
