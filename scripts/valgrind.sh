@@ -4,7 +4,8 @@
 # also the command-line and reproduction tests with tierbal itself run under
 # valgrind (about 11 minutes on two cores, so not part of CI).
 # Left out, because valgrind 3.19 does not implement userfaultfd (syscall 323):
-# test_uffd and the tierbal exec tests; ASan covers them (scripts/test.sh).
+# test_uffd, test_exec_node_filling and the tierbal exec tests; ASan covers
+# them (scripts/test.sh).
 # usage: scripts/valgrind.sh [--full]   (needs build/: scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +28,10 @@ suite() { # name command...
 		fail=$((fail + 1))
 	fi
 }
-for t in engine linux live sim; do
+for t in engine linux sim; do
 	suite "$t" "${vg[@]}" "build/tests/test_$t"
 done
+suite live env TB_TEST_SKIP=test_exec_node_filling "${vg[@]}" build/tests/test_live
 suite daemon env TB_TEST_SKIP=test_uffd "${vg[@]}" build/tests/test_daemon
 if [ "${1:-}" = --full ]; then
 	suite cli bash tests/cli/test_cli.sh "$wrap" tests/data

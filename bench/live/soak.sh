@@ -24,6 +24,12 @@ sample() { # label daemon-pid t
 	fi
 	echo "DAEMON label=$1 t=$3 rss_kb=${rss:-0} fds=${fds:-0} maps=${maps:-0} promoted=$(get pgpromote_success) demoted=$(get pgdemote_kswapd) targets=$(get targets) moves_failed=$(( $(get move_busy) + $(get move_nomem) + $(get move_other) ))"
 }
+oom_report() { # the kernel's own account of an OOM kill: which allocation, which zones were short
+	dmesg | grep -q "invoked oom-killer" || return 0
+	echo "soak: the kernel's OOM report:"
+	dmesg -c | sed -n '/invoked oom-killer/,/Killed process/p'
+	rc=1
+}
 watch() { # label daemon-pid
 	t=0
 	while kill -0 "$2" 2>/dev/null; do
@@ -41,10 +47,12 @@ watch run $d &
 wait $w || rc=1
 wait $d || { echo "soak: tierbal run failed:"; cat /tmp/run.log; rc=1; }
 wait
+oom_report
 
 tierbal exec --socket $sock --log /tmp/exec.log -- soak_work exec $args &
 d=$!
 watch exec $d &
 wait $d || { echo "soak: tierbal exec failed:"; cat /tmp/exec.log; rc=1; }
 wait
+oom_report
 exit $rc

@@ -9,7 +9,13 @@
 
 #include "softdirty.h"
 
-#define PS_YOUNG 0x1u /* accessed since the engine last asked */
+#define PS_YOUNG 0x1u /* accessed (a fault, or seen by the sampler) since the engine last asked */
+/* The sampler saw the page accessed in the last round. It stands for the whole
+ * period until the next round, however often kswapd asks: the hardware bit the
+ * kernel reads is set again by the next access, but a sampler says so only
+ * once a round, and a hot page harvested by aging the active list would
+ * otherwise be demoted right after, then promoted back at its next fault. */
+#define PS_SEEN 0x2u
 
 struct pending {
 	uint32_t *v;
@@ -128,7 +134,7 @@ static uint64_t live_now(void *ctx)
 static bool live_young(void *ctx, uint32_t page)
 {
 	struct tb_live *l = ctx;
-	bool y = l->ps[page] & PS_YOUNG;
+	bool y = l->ps[page] & (PS_YOUNG | PS_SEEN);
 	l->ps[page] &= (uint8_t)~PS_YOUNG;
 	return y;
 }
@@ -582,19 +588,31 @@ int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t 
 	return 0;
 }
 
+static void update_external(struct tb_live *l);
+
 void tb_live_hint_faults(struct tb_live *l)
 {
 	if (!l->uffd)
 		return;
-	struct tb_uffd_event ev[256];
-	size_t n;
-	while ((n = tb_uffd_drain(l->uffd, ev, sizeof(ev) / sizeof(ev[0]))) > 0)
+	struct tb_uffd_event ev[64]; /* up to 1024 pages at the default window between two reads of free memory */
+	size_t n, fed = 0;
+	/* A bounded share per call: the queue refills as fast as promotions free
+	 * the program, and the main loop must come back to its other work. */
+	while (fed < TB_LIVE_FAULTS_PER_CALL && (n = tb_uffd_drain(l->uffd, ev, sizeof(ev) / sizeof(ev[0]))) > 0) {
+		/* promotions are refused at the watermarks of what the nodes really
+		 * have free now, not of what they had at the last round */
+		update_external(l);
 		feed_faults(l, ev, n);
+		fed += n;
+	}
+	if (fed) /* kswapd makes room for the next faults now, not at the next round */
+		tb_engine_tick(l->e);
 	forget_gone(l);
 }
 
 static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n)
 {
+	tb_engine_batch_begin(l->e);
 	for (size_t k = 0; k < n; k++) {
 		struct tb_target *t = NULL;
 		for (size_t i = 0; i < l->nr_t && !t; i++)
@@ -618,6 +636,7 @@ static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_
 			l->now_override = 0;
 		}
 	}
+	tb_engine_batch_end(l->e);
 }
 
 void tb_live_refresh(struct tb_live *l, const char *cgroup)
@@ -751,15 +770,13 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 				tb_engine_unplace(l->e, id);
 				l->ps[id] = 0;
 				l->c[TB_L_pages_dropped]++;
-			} else if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id)) {
-				/* armed, but not protected: armed before the userfaultfd came,
-				 * or zapped since; the next pass protects it again */
-				l->c[TB_L_uffd_rearmed]++;
-				if (l->accb[i])
-					l->ps[id] |= PS_YOUNG;
-			} else if (l->accb[i]) {
-				l->ps[id] |= PS_YOUNG;
-				if (!uffd) { /* with a userfaultfd, hint faults come from it */
+			} else {
+				l->ps[id] = (uint8_t)((l->ps[id] & ~PS_SEEN) | (l->accb[i] ? PS_SEEN | PS_YOUNG : 0));
+				if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id)) {
+					/* armed, but not protected: armed before the userfaultfd
+					 * came, or zapped since; the next pass protects it again */
+					l->c[TB_L_uffd_rearmed]++;
+				} else if (l->accb[i] && !uffd) { /* with a userfaultfd, hint faults come from it */
 					push(&l->faults, id);
 					push(&l->fault_write, (l->accb[i] & TB_ACC_WRITE) != 0);
 				}
@@ -770,8 +787,10 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 	if (!t->dead && l->acc.ops->round_end(l->acc.ctx, t->pid))
 		l->c[TB_L_sample_errors]++;
 	/* an access to a page the scanner armed is a hint fault; the engine ignores the others */
+	tb_engine_batch_begin(l->e);
 	for (size_t i = 0; i < l->faults.n && !t->dead; i++)
 		tb_engine_hint_fault(l->e, l->faults.v[i], l->fault_write.v[i]);
+	tb_engine_batch_end(l->e);
 	forget_gone(l);
 }
 
@@ -885,6 +904,9 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		EMIT("node%d_present_pages %llu\n", k, (unsigned long long)ni.present);
 		EMIT("node%d_wmark_high %llu\n", k, (unsigned long long)ni.wmark_high);
 		EMIT("node%d_wmark_demote %llu\n", k, (unsigned long long)ni.wmark_demote);
+		/* the engine's LRU lists, as Inactive(anon) and Active(anon) in /proc/meminfo */
+		EMIT("node%d_inactive_anon %llu\n", k, (unsigned long long)ni.lru[0]);
+		EMIT("node%d_active_anon %llu\n", k, (unsigned long long)ni.lru[1]);
 	}
 	struct tb_node_info top;
 	tb_engine_node_info(l->e, l->pool_node[0], &top);

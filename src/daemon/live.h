@@ -61,7 +61,11 @@ int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_
 /* tierbal exec: pid handed over its userfaultfd (after start, exec or
  * fork). Manages pid if it is not yet, and registers its mappings. */
 int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t len);
-/* Feeds the engine the write faults the userfaultfds reported. */
+/* Feeds the engine the write faults the userfaultfds reported, at most
+ * TB_LIVE_FAULTS_PER_CALL of them (the wake-up fd stays readable while more
+ * wait); their promotions move in batches, then the nodes' real free memory
+ * is read again and kswapd runs. */
+#define TB_LIVE_FAULTS_PER_CALL 1024
 void tb_live_hint_faults(struct tb_live *l);
 /* Drops targets that exited, re-reads memory maps, follows the cgroup. */
 void tb_live_refresh(struct tb_live *l, const char *cgroup);

@@ -26,6 +26,7 @@ static int pick_node(struct tb_engine *e, const unsigned *zl, bool low_mark)
 
 int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 {
+	promote_flush(e);
 	if (p >= e->nr_pages || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
 		return -EINVAL;
 	struct tb_space *sp = space_of(e, p);
@@ -63,6 +64,7 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 
 int tb_engine_place(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 {
+	promote_flush(e);
 	if (p >= e->nr_pages || node >= e->nr_nodes || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
 		return -EINVAL;
 	if (node_free(&e->node[node]) == 0)
@@ -73,6 +75,7 @@ int tb_engine_place(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 
 void tb_engine_unplace(struct tb_engine *e, uint32_t p)
 {
+	promote_flush(e);
 	if (p >= e->nr_pages)
 		return;
 	uint8_t f = e->meta[p].flags;

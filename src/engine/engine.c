@@ -148,6 +148,7 @@ int tb_engine_add_space(struct tb_engine *e, uint32_t first, uint32_t count, uns
 
 int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages)
 {
+	promote_flush(e);
 	if (node >= e->nr_nodes)
 		return -EINVAL;
 	struct tb_node *n = &e->node[node];
@@ -160,6 +161,7 @@ int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages)
 
 void tb_engine_reconfigure(struct tb_engine *e, const struct tb_knobs *k, uint32_t policy)
 {
+	promote_flush(e);
 	e->k = *k;
 	e->policy = policy;
 	wmark_setup(e);
@@ -167,6 +169,7 @@ void tb_engine_reconfigure(struct tb_engine *e, const struct tb_knobs *k, uint32
 
 void tb_engine_tick(struct tb_engine *e)
 {
+	promote_flush(e);
 	e->now_ns = e->pops->now_ns(e->pctx);
 	uint64_t elapsed = e->now_ns - e->last_tick_ns;
 	e->last_tick_ns = e->now_ns;
@@ -252,6 +255,7 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 
 int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 {
+	promote_flush(e);
 	int rc = 0;
 	uint64_t listed[TB_MAX_NODES][NR_LRU] = {{0}};
 	for (unsigned ni = 0; ni < e->nr_nodes && !rc; ni++) {

@@ -129,6 +129,16 @@ int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages);
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t page);
 /* An armed page was accessed. */
 void tb_engine_hint_fault(struct tb_engine *e, uint32_t page, bool write);
+/* Between these two calls the promotions that hint faults decide reach the
+ * platform in batches, one migrate call per BATCH pages and destination,
+ * instead of one call per fault: a real move_pages(2) costs a system-wide
+ * LRU drain whatever its size. Every decision is the one a fault alone would
+ * get (a page waiting for the batch counts as used on its destination); a
+ * page the platform then fails to move counts as a failed promotion. The
+ * calls that change placement or nodes (alloc, place, unplace, tick,
+ * set_external, reconfigure, mark_accessed, check) flush the batch first. */
+void tb_engine_batch_begin(struct tb_engine *e);
+void tb_engine_batch_end(struct tb_engine *e);
 /* The platform could not arm the page, or lost its protection without an
  * access (the mapping was zapped): it is not armed, and the next scan pass
  * arms it again. Returns whether it was armed. */

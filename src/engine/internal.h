@@ -35,6 +35,7 @@ struct tb_node {
 	uint64_t present, used;
 	uint64_t floor_min, floor_low, floor_high; /* the kernel's own watermarks, 0 if unknown */
 	uint64_t external; /* in use by memory the engine does not manage (live daemon) */
+	uint64_t pending;  /* promotions decided in a batch, not moved yet */
 	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote;
 	uint64_t boost, boost_max;
 	unsigned tier, socket;
@@ -86,6 +87,12 @@ struct tb_engine {
 	uint64_t last_tick_ns;
 	double kswapd_credit;
 	uint64_t now_ns; /* cached per entry point */
+
+	/* tb_engine_batch_begin/end: promotions waiting for one migrate call */
+	bool batching;
+	unsigned pend_dst;
+	size_t nr_pend;
+	uint32_t pend[BATCH];
 };
 
 static inline uint64_t isqrt(uint64_t x)
@@ -117,7 +124,7 @@ static inline bool node_fast(const struct tb_engine *e, unsigned n)
 
 static inline uint64_t node_free(const struct tb_node *n)
 {
-	uint64_t taken = n->used + n->external;
+	uint64_t taken = n->used + n->external + n->pending;
 	return taken < n->present ? n->present - taken : 0;
 }
 
@@ -151,6 +158,15 @@ void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns);
 /* Moves pages and updates lists, counters and ping-pong state; returns pages moved. */
 size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
 		     enum tb_migrate_reason why);
+
+/* promote.c */
+void promote_flush_now(struct tb_engine *e);
+/* Moves the promotions a batch holds; every call that changes placement starts with it. */
+static inline void promote_flush(struct tb_engine *e)
+{
+	if (e->nr_pend)
+		promote_flush_now(e);
+}
 
 /* scan.c */
 void scan_run(struct tb_engine *e);

@@ -157,11 +157,38 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 		return false;
 	}
 	lru_del(e, src, lru_of(e->meta[p].flags), p);
-	return migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;
+	if (!e->batching)
+		return migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;
+	if (e->nr_pend && (e->pend_dst != dst || e->nr_pend == BATCH))
+		promote_flush(e);
+	e->pend[e->nr_pend++] = p;
+	e->pend_dst = dst;
+	d->pending++; /* the next fault's watermark check sees this page as arrived */
+	return true;
+}
+
+void promote_flush_now(struct tb_engine *e)
+{
+	size_t n = e->nr_pend;
+	e->nr_pend = 0;
+	e->node[e->pend_dst].pending = 0;
+	migrate_pages(e, e->pend, n, e->pend_dst, TB_MIGRATE_PROMOTE);
+}
+
+void tb_engine_batch_begin(struct tb_engine *e)
+{
+	e->batching = true;
+}
+
+void tb_engine_batch_end(struct tb_engine *e)
+{
+	promote_flush(e);
+	e->batching = false;
 }
 
 void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
 {
+	promote_flush(e);
 	if (p >= e->nr_pages)
 		return;
 	uint8_t f = e->meta[p].flags;

@@ -30,10 +30,11 @@ int tb_maps_parse_line(const char *line, struct tb_vma *v)
 	return 0;
 }
 
-int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
+/* the areas of /proc/PID/maps, or of smaps (whose other lines do not parse as areas) */
+static int read_areas(pid_t pid, const char *file, struct tb_vma **out, size_t *n)
 {
 	char line[4096];
-	int fd = tb_proc_open(pid, "maps", O_RDONLY);
+	int fd = tb_proc_open(pid, file, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	FILE *f = fdopen(fd, "r");
@@ -55,7 +56,9 @@ int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
 			*out = nv;
 			cap *= 2;
 		}
-		if (tb_maps_parse_line(line, &(*out)[*n]) == 0)
+		if (*n && !strncmp(line, "VmFlags:", 8))
+			(*out)[*n - 1].softdirty = strstr(line + 8, " sd") != NULL;
+		else if (tb_maps_parse_line(line, &(*out)[*n]) == 0)
 			(*n)++;
 	}
 	fclose(f);
@@ -65,4 +68,14 @@ int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
 		*n = 0;
 	}
 	return rc;
+}
+
+int tb_maps_read(pid_t pid, struct tb_vma **out, size_t *n)
+{
+	return read_areas(pid, "maps", out, n);
+}
+
+int tb_smaps_read(pid_t pid, struct tb_vma **out, size_t *n)
+{
+	return read_areas(pid, "smaps", out, n);
 }

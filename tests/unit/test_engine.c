@@ -23,6 +23,8 @@ struct fake {
 	uint8_t armed[NR_PAGES];
 	uint64_t armed_on[2];
 	int migrate_rc;
+	unsigned migrate_calls;
+	size_t migrate_most;
 	struct tb_engine *e;
 };
 
@@ -37,6 +39,9 @@ static int f_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum t
 	(void)pages;
 	(void)dst;
 	(void)why;
+	f->migrate_calls++;
+	if (n > f->migrate_most)
+		f->migrate_most = n;
 	for (size_t i = 0; i < n; i++)
 		st[i] = f->migrate_rc;
 	return 0;
@@ -691,6 +696,56 @@ static void test_failed_migration_counted(void **state)
 	destroy(f);
 }
 
+/* Faults in a batch decide as they would one by one (the watermark sees the
+ * pages still waiting to move), and their promotions reach the platform in
+ * calls of up to 32 pages; a failed call leaves its pages where they were. */
+static void test_batched_promotions(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 100, 1);
+	uint32_t next = 100;
+	uint64_t high = info(f, 0).wmark_high;
+	fill_fast(f, &next, high + 1 + 40); /* room for 40 promotions */
+	advance(f, 1);
+	tb_engine_batch_begin(f->e);
+	for (uint32_t p = 0; p < 100; p++)
+		fault(f, p);
+	assert_true(f->migrate_calls <= 1); /* the first full batch may have gone */
+	tb_engine_batch_end(f->e);
+	assert_int_equal(f->migrate_calls, 2);
+	assert_int_equal(f->migrate_most, 32);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 40);
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 60);
+	assert_int_equal(free_pages(f, 0), high + 1);
+	for (uint32_t p = 0; p < 100; p++)
+		assert_int_equal(tb_engine_page_node(f->e, p), p < 40 ? 0 : 1);
+
+	/* room again; the platform fails the whole batch; a tick flushes a batch left open */
+	struct fake *g = make(TB_POLICY_PROMOTE, NULL);
+	place(g, 0, 8, 1);
+	advance(g, 1);
+	g->migrate_rc = -16; /* EBUSY */
+	tb_engine_batch_begin(g->e);
+	for (uint32_t p = 0; p < 4; p++)
+		fault(g, p);
+	tb_engine_batch_end(g->e);
+	assert_int_equal(ctr(g, TB_C_promote_fail_migrate), 4);
+	assert_int_equal(ctr(g, TB_C_pgpromote_success), 0);
+	for (uint32_t p = 0; p < 4; p++)
+		assert_int_equal(tb_engine_page_node(g->e, p), 1);
+	g->migrate_rc = 0;
+	tb_engine_batch_begin(g->e);
+	fault(g, 4);
+	fault(g, 5);
+	advance(g, 1);
+	assert_int_equal(ctr(g, TB_C_pgpromote_success), 2);
+	assert_int_equal(tb_engine_page_node(g->e, 5), 0);
+	tb_engine_batch_end(g->e);
+	destroy(g);
+	destroy(f);
+}
+
 static void test_check_catches_corruption(void **state)
 {
 	(void)state;
@@ -744,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_watermarks_kernel_floor),
 		cmocka_unit_test(test_watermarks_v10_and_boost),
 		cmocka_unit_test(test_refused_promotion_wakes_kswapd),
+		cmocka_unit_test(test_batched_promotions),
 		cmocka_unit_test(test_fallback_leaves_kswapd_asleep),
 		cmocka_unit_test(test_direct_demotion),
 		cmocka_unit_test(test_threshold_follows_rate_limit),

@@ -64,9 +64,22 @@ static void test_maps_of_self(void **state)
 		found |= v[i].start <= (uintptr_t)p && (uintptr_t)p + 8 * (uintptr_t)psz <= v[i].end && v[i].anon &&
 			 v[i].writable;
 	assert_true(found);
+	/* smaps: the same areas (its per-area lines are not taken for areas); the flag is the guest's test */
+	struct tb_vma *sv;
+	size_t sn;
+	assert_int_equal(tb_smaps_read(0, &sv, &sn), 0);
+	int same = 0; /* the area holding p, with the bounds maps gave it (others may come and go meanwhile) */
+	for (size_t i = 0; i < sn; i++)
+		for (size_t k = 0; k < n; k++)
+			same |= sv[i].start == v[k].start && sv[i].end == v[k].end && sv[i].anon && v[k].anon &&
+				sv[i].start <= (uintptr_t)p && (uintptr_t)p < sv[i].end;
+	assert_true(same);
+	assert_true(sn > 3 && sn < 2 * n + 8); /* areas, not their smaps lines */
+	free(sv);
 	free(v);
 	munmap(p, 8 * (size_t)psz);
 	assert_int_equal(tb_maps_read(999999, &v, &n), -ENOENT);
+	assert_int_equal(tb_smaps_read(999999, &v, &n), -ENOENT);
 }
 
 static void test_softdirty_probe_answers(void **state)

@@ -16,12 +16,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "live.h"
+#include "uffd.h"
 
 #define PAGES 1024u
 #define NODE_PAGES 16384u /* 64 MiB per node */
@@ -36,7 +43,9 @@ struct fake {
 	bool tried[PAGES];     /* BUSY_ONCE: attempted before */
 	unsigned cap0;         /* NOMEM: node 0 holds at most this many of them */
 	unsigned failing_calls; /* CALL_FAILS: this many whole calls fail first */
+	unsigned others;       /* pages of node 0 that other programs and the kernel hold */
 	uint64_t calls, busy, nomem, call_errors, moves_after_exit;
+	size_t most_in_call;   /* the largest move to node 0 in one call */
 	bool exited;
 };
 
@@ -78,6 +87,8 @@ static int fake_move(void *ctx, pid_t pid, void *const *pages, size_t n, int nod
 		return -ENOMEM; /* the whole call: the kernel could not even allocate its bookkeeping */
 	}
 	st->calls++;
+	if (node == 0 && n > f->most_in_call)
+		f->most_in_call = n;
 	for (size_t i = 0; i < n; i++) {
 		long k = index_of(f, pages[i]);
 		if (k < 0) {
@@ -122,7 +133,7 @@ static long long fake_node_size(void *ctx, int node, long long *free_bytes)
 {
 	struct fake *f = ctx;
 	/* NOMEM: the node says it has room, and then has none (others allocated meanwhile) */
-	*free_bytes = (long long)(NODE_PAGES - on_node(f, node)) * 4096;
+	*free_bytes = (long long)(NODE_PAGES - on_node(f, node) - (node ? 0 : f->others)) * 4096;
 	return (long long)NODE_PAGES * 4096;
 }
 
@@ -196,7 +207,88 @@ static struct fake *fake_start(enum inject mode)
 	return f;
 }
 
-static struct tb_live *live_start(struct fake *f)
+/* the sampler: the second half of the region was just written, the first half is cold */
+static void s_mark_hot_half(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
+{
+	const struct fake *f = ctx;
+	(void)pid;
+	(void)pm;
+	for (size_t i = 0; i < n; i++) {
+		long k = index_of(f, (void *)(addr + i * 4096));
+		acc[i] = k >= (long)PAGES / 2 ? TB_ACC_READ | TB_ACC_WRITE : 0;
+	}
+}
+static const struct tb_access_ops hot_half = {"fake-half", s_attach,    s_detach,  s_round,
+					       s_mark_hot_half, s_round_end, s_destroy};
+
+/* tierbal exec's sampler sees nothing: the hint faults come from the userfaultfd */
+static void s_mark_none(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
+{
+	(void)ctx;
+	(void)pid;
+	(void)addr;
+	(void)pm;
+	memset(acc, 0, n);
+}
+static const struct tb_access_ops sees_nothing = {"fake-none", s_attach,    s_detach,  s_round,
+						   s_mark_none, s_round_end, s_destroy};
+
+/* tierbal exec's target, as libtierbal-rt.so makes it: it hands over a userfaultfd of its memory,
+ * then writes the second half of its region again and again (the first half stays cold) */
+static struct fake *fake_start_exec(int *uffd)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	char *r = mmap(NULL, PAGES * 4096ul, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(r != MAP_FAILED);
+	madvise(r, PAGES * 4096ul, MADV_NOHUGEPAGE); /* 4 KiB pages: protection per window */
+	f->base = (uintptr_t)r;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (f->child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(r, 7, PAGES * 4096ul);
+		int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
+		if (fd < 0 || ioctl(fd, UFFDIO_API, &api))
+			_exit(1);
+		char one = 1;
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} c = {0};
+		struct iovec io = {&one, 1};
+		struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+		*cm = (struct cmsghdr){.cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		if (sendmsg(sv[1], &m, 0) != 1)
+			_exit(1);
+		for (volatile char *h = r;;)
+			for (unsigned i = PAGES / 2; i < PAGES; i++)
+				h[i * 4096ul]++;
+	}
+	close(sv[1]);
+	char one;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} c;
+	struct iovec io = {&one, 1};
+	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
+	if (recvmsg(sv[0], &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
+		fail_msg("the target could not make a userfaultfd (tierbal exec needs it: run the tests as root)");
+	memcpy(uffd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	close(sv[0]);
+	munmap(r, PAGES * 4096ul);
+	for (unsigned i = 0; i < PAGES; i++)
+		f->node[i] = i < PAGES / 2 ? 0 : 1;
+	return f;
+}
+
+static struct tb_live *live_start_with(struct fake *f, const struct tb_access_ops *sampler, struct tb_uffd *u)
 {
 	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
 	for (int i = 0; i < 2; i++)
@@ -207,11 +299,12 @@ static struct tb_live *live_start(struct fake *f)
 	tb_dconfig_default(&dc);
 	dc.knobs.scan_delay_ms = 0; /* scan at once, and often: the test runs rounds back to back */
 	dc.knobs.scan_period_min_ms = 10;
+	dc.knobs.scan_period_max_ms = 200;
 	struct tb_live *l;
 	char err[512];
 	FILE *log = fopen("/dev/null", "w");
 	assert_non_null(log);
-	int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){&all_hot, f}, "fake", NULL, log, err, sizeof(err));
+	int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){sampler, f}, "fake", u, log, err, sizeof(err));
 	if (rc)
 		fail_msg("tb_live_new: %s", err);
 	tb_live_set_mem_ops(l, &fake_mem, f);
@@ -219,6 +312,11 @@ static struct tb_live *live_start(struct fake *f)
 	if (rc)
 		fail_msg("tb_live_add: %s", err);
 	return l;
+}
+
+static struct tb_live *live_start(struct fake *f)
+{
+	return live_start_with(f, &all_hot, NULL);
 }
 
 /* rounds until done says so or max rounds have run; the engine is checked after each */
@@ -398,12 +496,110 @@ static void test_pid_reuse(void **state)
 	stop(l, f);
 }
 
+static unsigned hot_fast(const struct fake *f)
+{
+	unsigned n = 0;
+	for (unsigned i = PAGES / 2; i < PAGES; i++)
+		n += f->node[i] == 0;
+	return n;
+}
+
+static bool hot_half_fast(const struct fake *f)
+{
+	return hot_fast(f) == PAGES / 2;
+}
+
+/* The fast node runs short and kswapd must demote more than the cold half: it demotes the cold
+ * pages and keeps every page the sampler saw in its last round, however often it ages the
+ * active list meanwhile (taking the sampler's word as a one-shot accessed bit demoted hot pages
+ * right after aging them, and promoted them back at their next fault) */
+static void test_hot_pages_stay(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	for (unsigned i = 0; i < PAGES; i++)
+		f->node[i] = 0;
+	struct tb_live *l = live_start_with(f, &hot_half, NULL);
+	struct tb_node_info ni;
+	tb_engine_node_info(tb_live_engine(l), 0, &ni);
+	f->others = NODE_PAGES - PAGES - (unsigned)ni.wmark_demote - 16;
+	rounds(l, f, 5, NULL); /* found, the hot half seen */
+	f->others += PAGES / 2 + 200; /* room only if hot pages go too */
+	rounds(l, f, 50, NULL);
+	assert_int_equal(hot_fast(f), PAGES / 2);
+	assert_int_equal(on_node(f, 1), PAGES / 2); /* the cold half went */
+	assert_int_equal(tb_engine_counters(tb_live_engine(l))[TB_C_pgpromote_success], 0);
+	stop(l, f);
+}
+
+/* tierbal exec under a stream of hint faults while other programs keep allocating on the fast node:
+ * no batch of promotions takes node 0 below its high watermark (the engine reads the node's real
+ * free memory before each batch, not only at the sampling rounds that such a stream delays),
+ * kswapd demotes the cold half to make room in the fault path itself, and promotions move many
+ * pages per move_pages call */
+static void test_exec_node_filling(void **state)
+{
+	(void)state;
+	struct tb_uffd *u;
+	char err[512];
+	assert_int_equal(tb_uffd_new(&u, 4, err, sizeof(err)), 0);
+	int fd;
+	struct fake *f = fake_start_exec(&fd);
+	struct tb_live *l = live_start_with(f, &sees_nothing, u);
+	if (tb_live_attach_uffd(l, f->child, fd, err, sizeof(err)))
+		fail_msg("attach: %s", err);
+	const struct tb_engine *e = tb_live_engine(l);
+	struct tb_node_info ni;
+	tb_engine_node_info(e, 0, &ni);
+	long high = (long)ni.wmark_high;
+	/* 64 pages free above the demotion watermark: the hot half fits once the cold half and 32
+	 * pages more than the others take meanwhile have been demoted */
+	f->others = NODE_PAGES - PAGES / 2 - (unsigned)ni.wmark_demote - 64;
+	tb_live_sample(l); /* finds the pages; the scanner arms them */
+	unsigned grown = 0, idle = 0, calls = 0;
+	while (!(hot_half_fast(f) && grown == 32) && idle < 100) {
+		struct pollfd pf = {tb_uffd_wake_fd(u), POLLIN, 0};
+		if (poll(&pf, 1, 100) == 0) { /* nothing armed was touched: the daemon's round comes */
+			tb_live_sample(l);
+			idle++;
+			continue;
+		}
+		long before = (long)NODE_PAGES - (long)on_node(f, 0) - (long)f->others;
+		tb_live_hint_faults(l);
+		calls++;
+		long after = (long)NODE_PAGES - (long)on_node(f, 0) - (long)f->others;
+		if (after < high && after < before)
+			fail_msg("call %u: hint faults took node 0 from %ld to %ld free pages, under its high watermark %ld",
+				 calls, before, after, high);
+		if (grown < 32) {
+			f->others++; /* meanwhile, others allocate */
+			grown++;
+		}
+	}
+	const uint64_t *c = tb_engine_counters(e);
+	if (!hot_half_fast(f))
+		fail_msg("%u of %u hot pages reached node 0 (%u calls, %u idle rounds; promoted %llu, demoted %llu, "
+			 "refused: %llu watermark, %llu threshold)",
+			 hot_fast(f), PAGES / 2, calls, idle, (unsigned long long)c[TB_C_pgpromote_success],
+			 (unsigned long long)c[TB_C_pgdemote_kswapd], (unsigned long long)c[TB_C_promote_fail_wmark],
+			 (unsigned long long)c[TB_C_promote_fail_threshold]);
+	assert_true(c[TB_C_pgdemote_kswapd] >= PAGES / 2 - 64 + 32); /* at least what had to make room */
+	assert_true(f->most_in_call > 1); /* promotions were batched */
+	assert_true(f->calls < c[TB_C_pgpromote_success] / 2 + c[TB_C_pgdemote_kswapd] / 2);
+	if (tb_engine_check((struct tb_engine *)e, err, sizeof(err)))
+		fail_msg("engine invariant broken: %s", err);
+	stop(l, f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_failure),    cmocka_unit_test(test_busy_pages),
 		cmocka_unit_test(test_full_fast_node), cmocka_unit_test(test_failing_calls),
 		cmocka_unit_test(test_exit_before_move), cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_exec_node_filling), cmocka_unit_test(test_hot_pages_stay),
 	};
+	if (getenv("TB_TEST_SKIP")) /* scripts/valgrind.sh: valgrind has no userfaultfd */
+		cmocka_set_skip_filter(getenv("TB_TEST_SKIP"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
