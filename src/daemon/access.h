@@ -25,6 +25,9 @@ struct tb_access_ops {
 	/* After a process has been read. */
 	int (*round_end)(void *ctx, pid_t pid);
 	void (*destroy)(void *ctx);
+	/* After round_end: true if what mark said about addr this round must be
+	 * disregarded, and through *end; NULL if a sampler is always to be believed. */
+	bool (*unreliable)(void *ctx, pid_t pid, uintptr_t addr, uintptr_t *end);
 };
 
 struct tb_access {

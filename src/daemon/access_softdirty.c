@@ -5,9 +5,11 @@
  * it, brk, mremap), and pagemap then calls every page of it written, written
  * or not, until the next clear. A program that maps a buffer beside its data
  * every second would make all that data look hot, even when the mapping is
- * back to its old bounds by the time the sampler looks. So each round the
- * sampler reads the flag itself (smaps' VmFlags) and reports nothing in a
- * flagged mapping for that round; the clear at the round's end resets it. */
+ * back to its old bounds by the time the sampler looks. So at the end of each
+ * process's round, after its pagemap was read and before the clear, the
+ * sampler reads the flag itself (smaps' VmFlags): what it reported in a
+ * flagged mapping is unreliable for that round. Read after the pagemap, the
+ * flag covers every page the pagemap read saw dirty because of it. */
 #include "access.h"
 
 #include <errno.h>
@@ -20,8 +22,7 @@
 #include "softdirty.h"
 
 struct sd_ctx {
-	pid_t pid;           /* whose flagged mappings these are, this round */
-	bool fresh;
+	pid_t pid;              /* whose flagged mappings these are (the last round_end) */
 	struct tb_vma *flagged; /* sorted */
 	size_t nflagged;
 };
@@ -40,50 +41,60 @@ static void sd_detach(void *ctx, pid_t pid)
 
 static int sd_round_begin(void *ctx)
 {
-	((struct sd_ctx *)ctx)->fresh = false;
+	(void)ctx;
 	return 0;
-}
-
-/* Reads pid's flagged mappings once per round (a round reads one process at a time). */
-static void load_flagged(struct sd_ctx *c, pid_t pid)
-{
-	if (c->fresh && c->pid == pid)
-		return;
-	c->pid = pid;
-	c->fresh = true;
-	c->nflagged = 0;
-	struct tb_vma *v;
-	size_t n;
-	if (tb_smaps_read(pid, &v, &n))
-		return; /* gone: the round finds out */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (v[i].softdirty)
-			v[k++] = v[i];
-	free(c->flagged);
-	c->flagged = v;
-	c->nflagged = k;
 }
 
 static void sd_mark(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
 {
-	struct sd_ctx *c = ctx;
-	load_flagged(c, pid);
-	size_t k = 0; /* the flagged mapping at or after the current page; pages come in address order */
-	for (size_t i = 0; i < n; i++) {
-		uintptr_t a = addr + i * 4096;
+	(void)ctx;
+	(void)pid;
+	(void)addr;
+	for (size_t i = 0; i < n; i++)
 		acc[i] = (pm[i] & TB_PM_SOFT_DIRTY) ? TB_ACC_READ | TB_ACC_WRITE : 0;
-		while (k < c->nflagged && c->flagged[k].end <= a)
-			k++;
-		if (acc[i] && k < c->nflagged && c->flagged[k].start <= a)
-			acc[i] = 0; /* every page of it reads dirty: unknown this round */
-	}
 }
 
 static int sd_round_end(void *ctx, pid_t pid)
 {
-	((struct sd_ctx *)ctx)->fresh = false; /* the clear resets the flags */
+	struct sd_ctx *c = ctx;
+	struct tb_vma *v;
+	size_t n;
+	c->pid = pid;
+	c->nflagged = 0;
+	if (tb_smaps_read(pid, &v, &n) == 0) { /* failing: gone, and the clear says so */
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].softdirty)
+				v[k++] = v[i];
+		free(c->flagged);
+		c->flagged = v;
+		c->nflagged = k;
+	}
 	return tb_sd_clear(pid);
+}
+
+static bool sd_unreliable(void *ctx, pid_t pid, uintptr_t addr, uintptr_t *end)
+{
+	const struct sd_ctx *c = ctx;
+	*end = UINTPTR_MAX;
+	if (pid != c->pid)
+		return false;
+	size_t lo = 0, hi = c->nflagged; /* the first flagged mapping ending after addr */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->flagged[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == c->nflagged)
+		return false;
+	if (c->flagged[lo].start > addr) {
+		*end = c->flagged[lo].start;
+		return false;
+	}
+	*end = c->flagged[lo].end;
+	return true;
 }
 
 static void sd_destroy(void *ctx)
@@ -102,6 +113,7 @@ static const struct tb_access_ops softdirty_ops = {
 	.mark = sd_mark,
 	.round_end = sd_round_end,
 	.destroy = sd_destroy,
+	.unreliable = sd_unreliable,
 };
 
 int tb_access_softdirty_open(struct tb_access *a, char *why, size_t len)

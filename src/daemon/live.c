@@ -16,6 +16,10 @@
  * once a round, and a hot page harvested by aging the active list would
  * otherwise be demoted right after, then promoted back at its next fault. */
 #define PS_SEEN 0x2u
+/* Within a round: the sampler reported the page (written, for PS_SEEN_W); applied once the
+ * sampler has said whether its reports of this round hold */
+#define PS_SEEN_NEW 0x4u
+#define PS_SEEN_W 0x8u
 
 struct pending {
 	uint32_t *v;
@@ -735,9 +739,44 @@ static void update_external(struct tb_live *l)
 	}
 }
 
+/* The sampler's reports of this round, now that it has said which hold: a
+ * page seen is young, and an armed one took a hint fault (from the sampler
+ * where no userfaultfd gives them). */
+static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
+{
+	uintptr_t bad_from = 0, bad_end = 0, checked_end = 0;
+	for (size_t c = 0; c < t->nr_chunks; c++) {
+		const struct tb_tchunk *ch = &t->chunks[c];
+		for (unsigned i = 0; i < TB_CHUNK_PAGES; i++) {
+			uint32_t id = tb_idmap_page(ch->chunk, i);
+			uint8_t ps = l->ps[id];
+			if (!(ps & PS_SEEN_NEW))
+				continue;
+			l->ps[id] = (uint8_t)(ps & ~(PS_SEEN_NEW | PS_SEEN_W));
+			uintptr_t a = ch->base + ((uintptr_t)i << TB_PAGE_SHIFT);
+			if (l->acc.ops->unreliable && a >= checked_end) {
+				uintptr_t end;
+				bool bad = l->acc.ops->unreliable(l->acc.ctx, t->pid, a, &end);
+				checked_end = end;
+				bad_from = bad ? a : 0;
+				bad_end = bad ? end : 0;
+			}
+			if (a >= bad_from && a < bad_end) {
+				l->c[TB_L_samples_disregarded]++;
+				continue;
+			}
+			l->ps[id] |= PS_SEEN | PS_YOUNG;
+			if (!uffd) { /* with a userfaultfd, hint faults come from it */
+				push(&l->faults, id);
+				push(&l->fault_write, (ps & PS_SEEN_W) != 0);
+			}
+		}
+	}
+}
+
 static void sample_target(struct tb_live *l, struct tb_target *t)
 {
-	size_t nq = 0;
+	size_t nq = 0, seen = 0;
 	bool uffd = l->uffd && tb_uffd_has(l->uffd, t->pid);
 	l->faults.n = l->fault_write.n = 0;
 	for (size_t c = 0; c < t->nr_chunks && !t->dead; c++) {
@@ -771,21 +810,23 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 				l->ps[id] = 0;
 				l->c[TB_L_pages_dropped]++;
 			} else {
-				l->ps[id] = (uint8_t)((l->ps[id] & ~PS_SEEN) | (l->accb[i] ? PS_SEEN | PS_YOUNG : 0));
-				if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id)) {
+				uint8_t ps = (uint8_t)(l->ps[id] & ~(PS_SEEN | PS_SEEN_NEW | PS_SEEN_W));
+				if (l->accb[i])
+					ps |= (uint8_t)(PS_SEEN_NEW | ((l->accb[i] & TB_ACC_WRITE) ? PS_SEEN_W : 0));
+				l->ps[id] = ps;
+				seen += l->accb[i] != 0;
+				if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id))
 					/* armed, but not protected: armed before the userfaultfd
 					 * came, or zapped since; the next pass protects it again */
 					l->c[TB_L_uffd_rearmed]++;
-				} else if (l->accb[i] && !uffd) { /* with a userfaultfd, hint faults come from it */
-					push(&l->faults, id);
-					push(&l->fault_write, (l->accb[i] & TB_ACC_WRITE) != 0);
-				}
 			}
 		}
 	}
 	place_found(l, t, nq);
 	if (!t->dead && l->acc.ops->round_end(l->acc.ctx, t->pid))
 		l->c[TB_L_sample_errors]++;
+	if (seen && !t->dead)
+		apply_seen(l, t, uffd);
 	/* an access to a page the scanner armed is a hint fault; the engine ignores the others */
 	tb_engine_batch_begin(l->e);
 	for (size_t i = 0; i < l->faults.n && !t->dead; i++)

@@ -30,8 +30,12 @@ static size_t round_of(struct tb_access *a, int pm_fd, volatile char *p, size_t 
 	a->ops->mark(a->ctx, getpid(), (uintptr_t)p, n, pm, w);
 	a->ops->round_end(a->ctx, getpid());
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t end;
+		if (w[i] && a->ops->unreliable(a->ctx, getpid(), (uintptr_t)p + i * 4096, &end))
+			w[i] = 0; /* what the daemon does with a report the sampler takes back */
 		k += w[i] != 0;
+	}
 	return k;
 }
 

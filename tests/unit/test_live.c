@@ -174,7 +174,7 @@ static void s_destroy(void *ctx)
 {
 	(void)ctx;
 }
-static const struct tb_access_ops all_hot = {"fake", s_attach, s_detach, s_round, s_mark, s_round_end, s_destroy};
+static const struct tb_access_ops all_hot = {"fake", s_attach, s_detach, s_round, s_mark, s_round_end, s_destroy, NULL};
 
 static struct fake *fake_start(enum inject mode)
 {
@@ -219,7 +219,20 @@ static void s_mark_hot_half(void *ctx, pid_t pid, uintptr_t addr, size_t n, cons
 	}
 }
 static const struct tb_access_ops hot_half = {"fake-half", s_attach,    s_detach,  s_round,
-					       s_mark_hot_half, s_round_end, s_destroy};
+					       s_mark_hot_half, s_round_end, s_destroy, NULL};
+
+/* the sampler: every page written, but it takes back what it said about the first half (as the
+ * soft-dirty sampler does for a mapping the kernel flagged dirty as a whole) */
+static bool s_first_half_unreliable(void *ctx, pid_t pid, uintptr_t addr, uintptr_t *end)
+{
+	const struct fake *f = ctx;
+	(void)pid;
+	uintptr_t mid = f->base + PAGES / 2 * 4096ul;
+	*end = addr < f->base ? f->base : addr < mid ? mid : UINTPTR_MAX;
+	return addr >= f->base && addr < mid;
+}
+static const struct tb_access_ops half_unreliable = {"fake-unreliable", s_attach, s_detach,  s_round,
+						      s_mark,           s_round_end, s_destroy, s_first_half_unreliable};
 
 /* tierbal exec's sampler sees nothing: the hint faults come from the userfaultfd */
 static void s_mark_none(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
@@ -231,7 +244,7 @@ static void s_mark_none(void *ctx, pid_t pid, uintptr_t addr, size_t n, const ui
 	memset(acc, 0, n);
 }
 static const struct tb_access_ops sees_nothing = {"fake-none", s_attach,    s_detach,  s_round,
-						   s_mark_none, s_round_end, s_destroy};
+						   s_mark_none, s_round_end, s_destroy, NULL};
 
 /* tierbal exec's target, as libtierbal-rt.so makes it: it hands over a userfaultfd of its memory,
  * then writes the second half of its region again and again (the first half stays cold) */
@@ -509,6 +522,21 @@ static bool hot_half_fast(const struct fake *f)
 	return hot_fast(f) == PAGES / 2;
 }
 
+/* What the sampler takes back after its round is no access: those pages take no hint faults and
+ * stay where they are, the others are promoted */
+static void test_unreliable_samples(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	struct tb_live *l = live_start_with(f, &half_unreliable, NULL);
+	rounds(l, f, 2000, hot_half_fast);
+	assert_true(hot_half_fast(f));
+	assert_int_equal(on_node(f, 1), PAGES / 2);
+	assert_true(tb_live_counter(l, TB_L_samples_disregarded) >= PAGES / 2);
+	assert_int_equal(tb_engine_counters(tb_live_engine(l))[TB_C_pgpromote_success], PAGES / 2);
+	stop(l, f);
+}
+
 /* The fast node runs short and kswapd must demote more than the cold half: it demotes the cold
  * pages and keeps every page the sampler saw in its last round, however often it ages the
  * active list meanwhile (taking the sampler's word as a one-shot accessed bit demoted hot pages
@@ -598,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_full_fast_node), cmocka_unit_test(test_failing_calls),
 		cmocka_unit_test(test_exit_before_move), cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_exec_node_filling), cmocka_unit_test(test_hot_pages_stay),
+		cmocka_unit_test(test_unreliable_samples),
 	};
 	if (getenv("TB_TEST_SKIP")) /* scripts/valgrind.sh: valgrind has no userfaultfd */
 		cmocka_set_skip_filter(getenv("TB_TEST_SKIP"));
