@@ -744,7 +744,7 @@ static void update_external(struct tb_live *l)
  * where no userfaultfd gives them). */
 static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
 {
-	uintptr_t bad_from = 0, bad_end = 0, checked_end = 0;
+	uintptr_t bad_end = 0, checked_end = 0; /* pages come in address order: one answer serves a stretch */
 	for (size_t c = 0; c < t->nr_chunks; c++) {
 		const struct tb_tchunk *ch = &t->chunks[c];
 		for (unsigned i = 0; i < TB_CHUNK_PAGES; i++) {
@@ -758,10 +758,9 @@ static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
 				uintptr_t end;
 				bool bad = l->acc.ops->unreliable(l->acc.ctx, t->pid, a, &end);
 				checked_end = end;
-				bad_from = bad ? a : 0;
 				bad_end = bad ? end : 0;
 			}
-			if (a >= bad_from && a < bad_end) {
+			if (a < bad_end) {
 				l->c[TB_L_samples_disregarded]++;
 				continue;
 			}

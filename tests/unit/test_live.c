@@ -16,18 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
+#include <dlfcn.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "live.h"
+#include "rt_proto.h"
 #include "uffd.h"
 
 #define PAGES 1024u
@@ -246,55 +244,45 @@ static void s_mark_none(void *ctx, pid_t pid, uintptr_t addr, size_t n, const ui
 static const struct tb_access_ops sees_nothing = {"fake-none", s_attach,    s_detach,  s_round,
 						   s_mark_none, s_round_end, s_destroy, NULL};
 
-/* tierbal exec's target, as libtierbal-rt.so makes it: it hands over a userfaultfd of its memory,
- * then writes the second half of its region again and again (the first half stays cold) */
+/* tierbal exec's target: it loads the real runtime (libtierbal-rt.so, as LD_PRELOAD would), which
+ * hands its userfaultfd over on the socket tierbal exec listens on; then it writes the second half
+ * of its region again and again (the first half stays cold) */
 static struct fake *fake_start_exec(int *uffd)
 {
+	const char *rt = getenv("TB_RT_LIB");
+	if (!rt)
+		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
 	struct fake *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	char *r = mmap(NULL, PAGES * 4096ul, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(r != MAP_FAILED);
 	madvise(r, PAGES * 4096ul, MADV_NOHUGEPAGE); /* 4 KiB pages: protection per window */
 	f->base = (uintptr_t)r;
-	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	char name[108], err[256];
+	int lfd = tb_exec_listen(name, sizeof(name), err, sizeof(err));
+	if (lfd < 0)
+		fail_msg("%s", err);
 	f->child = fork();
 	assert_true(f->child >= 0);
 	if (f->child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		memset(r, 7, PAGES * 4096ul);
-		int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-		struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP};
-		if (fd < 0 || ioctl(fd, UFFDIO_API, &api))
-			_exit(1);
-		char one = 1;
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} c = {0};
-		struct iovec io = {&one, 1};
-		struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-		*cm = (struct cmsghdr){.cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-		if (sendmsg(sv[1], &m, 0) != 1)
+		setenv(TB_RT_ENV_SOCKET, name, 1);
+		if (!dlopen(rt, RTLD_NOW))
 			_exit(1);
 		for (volatile char *h = r;;)
 			for (unsigned i = PAGES / 2; i < PAGES; i++)
 				h[i * 4096ul]++;
 	}
-	close(sv[1]);
-	char one;
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} c;
-	struct iovec io = {&one, 1};
-	struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)};
-	if (recvmsg(sv[0], &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
-		fail_msg("the target could not make a userfaultfd (tierbal exec needs it: run the tests as root)");
-	memcpy(uffd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
-	close(sv[0]);
+	pid_t from;
+	int rt_err;
+	struct pollfd pf = {lfd, POLLIN, 0}; /* the socket does not block, as the daemon polls it */
+	int rc = poll(&pf, 1, 10000) == 1 ? tb_exec_accept(lfd, &from, uffd, &rt_err) : -ETIMEDOUT;
+	close(lfd);
+	if (rc || *uffd < 0)
+		fail_msg("the runtime handed over no userfaultfd (%s; tierbal exec needs it: run the tests as root)",
+			 strerror(rc ? -rc : rt_err));
+	assert_int_equal(from, f->child);
 	munmap(r, PAGES * 4096ul);
 	for (unsigned i = 0; i < PAGES; i++)
 		f->node[i] = i < PAGES / 2 ? 0 : 1;
@@ -568,11 +556,11 @@ static void test_hot_pages_stay(void **state)
 static void test_exec_node_filling(void **state)
 {
 	(void)state;
+	int fd;
+	struct fake *f = fake_start_exec(&fd); /* before the fault thread: the child loads a library */
 	struct tb_uffd *u;
 	char err[512];
 	assert_int_equal(tb_uffd_new(&u, 4, err, sizeof(err)), 0);
-	int fd;
-	struct fake *f = fake_start_exec(&fd);
 	struct tb_live *l = live_start_with(f, &sees_nothing, u);
 	if (tb_live_attach_uffd(l, f->child, fd, err, sizeof(err)))
 		fail_msg("attach: %s", err);
