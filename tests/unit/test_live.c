@@ -232,17 +232,6 @@ static bool s_first_half_unreliable(void *ctx, pid_t pid, uintptr_t addr, uintpt
 static const struct tb_access_ops half_unreliable = {"fake-unreliable", s_attach, s_detach,  s_round,
 						      s_mark,           s_round_end, s_destroy, s_first_half_unreliable};
 
-/* tierbal exec's sampler sees nothing: the hint faults come from the userfaultfd */
-static void s_mark_none(void *ctx, pid_t pid, uintptr_t addr, size_t n, const uint64_t *pm, uint8_t *acc)
-{
-	(void)ctx;
-	(void)pid;
-	(void)addr;
-	(void)pm;
-	memset(acc, 0, n);
-}
-static const struct tb_access_ops sees_nothing = {"fake-none", s_attach,    s_detach,  s_round,
-						   s_mark_none, s_round_end, s_destroy, NULL};
 
 /* tierbal exec's target: it loads the real runtime (libtierbal-rt.so, as LD_PRELOAD would), which
  * hands its userfaultfd over on the socket tierbal exec listens on; then it writes the second half
@@ -289,7 +278,7 @@ static struct fake *fake_start_exec(int *uffd)
 	return f;
 }
 
-static struct tb_live *live_start_with(struct fake *f, const struct tb_access_ops *sampler, struct tb_uffd *u)
+static struct tb_live *live_start_sampler(struct fake *f, struct tb_access sampler, struct tb_uffd *u)
 {
 	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
 	for (int i = 0; i < 2; i++)
@@ -305,7 +294,7 @@ static struct tb_live *live_start_with(struct fake *f, const struct tb_access_op
 	char err[512];
 	FILE *log = fopen("/dev/null", "w");
 	assert_non_null(log);
-	int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){sampler, f}, "fake", u, log, err, sizeof(err));
+	int rc = tb_live_new(&l, &dc, &topo, sampler, "fake", u, log, err, sizeof(err));
 	if (rc)
 		fail_msg("tb_live_new: %s", err);
 	tb_live_set_mem_ops(l, &fake_mem, f);
@@ -315,9 +304,14 @@ static struct tb_live *live_start_with(struct fake *f, const struct tb_access_op
 	return l;
 }
 
+static struct tb_live *live_start_with(struct fake *f, const struct tb_access_ops *sampler)
+{
+	return live_start_sampler(f, (struct tb_access){sampler, f}, NULL);
+}
+
 static struct tb_live *live_start(struct fake *f)
 {
-	return live_start_with(f, &all_hot, NULL);
+	return live_start_with(f, &all_hot);
 }
 
 /* rounds until done says so or max rounds have run; the engine is checked after each */
@@ -516,7 +510,7 @@ static void test_unreliable_samples(void **state)
 {
 	(void)state;
 	struct fake *f = fake_start(NONE);
-	struct tb_live *l = live_start_with(f, &half_unreliable, NULL);
+	struct tb_live *l = live_start_with(f, &half_unreliable);
 	rounds(l, f, 2000, hot_half_fast);
 	assert_true(hot_half_fast(f));
 	assert_int_equal(on_node(f, 1), PAGES / 2);
@@ -535,7 +529,7 @@ static void test_hot_pages_stay(void **state)
 	struct fake *f = fake_start(NONE);
 	for (unsigned i = 0; i < PAGES; i++)
 		f->node[i] = 0;
-	struct tb_live *l = live_start_with(f, &hot_half, NULL);
+	struct tb_live *l = live_start_with(f, &hot_half);
 	struct tb_node_info ni;
 	tb_engine_node_info(tb_live_engine(l), 0, &ni);
 	f->others = NODE_PAGES - PAGES - (unsigned)ni.wmark_demote - 16;
@@ -561,7 +555,9 @@ static void test_exec_node_filling(void **state)
 	struct tb_uffd *u;
 	char err[512];
 	assert_int_equal(tb_uffd_new(&u, 4, err, sizeof(err)), 0);
-	struct tb_live *l = live_start_with(f, &sees_nothing, u);
+	struct tb_access none; /* tierbal exec's sampler where the kernel offers none: the faults are all */
+	assert_int_equal(tb_access_none_open(&none, err, sizeof(err)), 0);
+	struct tb_live *l = live_start_sampler(f, none, u);
 	if (tb_live_attach_uffd(l, f->child, fd, err, sizeof(err)))
 		fail_msg("attach: %s", err);
 	const struct tb_engine *e = tb_live_engine(l);
