@@ -18,6 +18,7 @@ struct tb_idmap {
 	uintptr_t *base;    /* first address per chunk */
 	uint32_t **free;    /* per pool: stack of free chunks */
 	uint32_t *nr_free;
+	uint32_t *extent;   /* per pool: chunks from its first up to its highest in use */
 };
 
 /* nr_pools pools (one per engine space) of chunks_per_pool chunks each. */
@@ -26,6 +27,10 @@ void tb_idmap_destroy(struct tb_idmap *m);
 /* Takes a free chunk of pool for owner's stretch at base; -ENOSPC when the pool is empty. */
 int tb_idmap_get(struct tb_idmap *m, uint32_t pool, uint32_t owner, uintptr_t base, uint32_t *chunk);
 void tb_idmap_put(struct tb_idmap *m, uint32_t chunk);
+/* How many chunks of pool, from its first, reach its highest chunk in use
+ * (0 if none is), kept as chunks come and go: handed out lowest first, so it
+ * stays small. */
+uint32_t tb_idmap_extent(const struct tb_idmap *m, uint32_t pool);
 
 static inline uint32_t tb_idmap_page(uint32_t chunk, unsigned i)
 {

@@ -845,9 +845,18 @@ static void flush_dry(struct tb_live *l)
 	l->nr_dry = 0;
 }
 
+/* The scanner walks each pool only up to its highest chunk in use, as the
+ * kernel's walks a task's mappings, not the machine: a pool spans all memory */
+static void set_extents(struct tb_live *l)
+{
+	for (uint32_t s = 0; s < l->nr_pools; s++)
+		tb_engine_set_space_extent(l->e, (int)s, tb_idmap_extent(&l->map, s) * TB_CHUNK_PAGES);
+}
+
 void tb_live_sample(struct tb_live *l)
 {
 	tb_live_hint_faults(l); /* faults already resolved must not look like lost protections below */
+	set_extents(l);
 	if (l->acc.ops->round_begin(l->acc.ctx))
 		l->c[TB_L_sample_errors]++;
 	update_external(l);

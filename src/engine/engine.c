@@ -140,10 +140,21 @@ int tb_engine_add_space(struct tb_engine *e, uint32_t first, uint32_t count, uns
 		e->cap_spaces = cap;
 	}
 	struct tb_space *sp = &e->spaces[e->nr_spaces];
-	*sp = (struct tb_space){.first = first, .count = count, .cpu_node = cpu_node, .flags = flags};
+	*sp = (struct tb_space){.first = first, .count = count, .extent = count, .cpu_node = cpu_node, .flags = flags};
 	sp->period_ms = e->k.scan_period_min_ms;
 	sp->next_scan_ns = e->pops->now_ns(e->pctx) + (uint64_t)e->k.scan_delay_ms * 1000000u;
 	return (int)e->nr_spaces++;
+}
+
+int tb_engine_set_space_extent(struct tb_engine *e, int space, uint32_t extent)
+{
+	if (space < 0 || (size_t)space >= e->nr_spaces || extent > e->spaces[space].count)
+		return -EINVAL;
+	struct tb_space *sp = &e->spaces[space];
+	sp->extent = extent;
+	if (sp->offset >= extent)
+		sp->offset = 0; /* the part it was in has gone: start the next pass */
+	return 0;
 }
 
 int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages)

@@ -106,6 +106,11 @@ void tb_engine_free(struct tb_engine *e);
 /* Registers an address space (a process): pages [first, first+count), its
  * CPUs on cpu_node. Spaces are added in increasing page order. */
 int tb_engine_add_space(struct tb_engine *e, uint32_t first, uint32_t count, unsigned cpu_node, unsigned flags);
+/* How much of space `space`, from its start, can hold pages now (at most its
+ * count; initially all of it): the scanner walks only that, as the kernel's
+ * walks only a task's mappings. The live daemon's spaces are pools as large as
+ * the machine, of which its targets use the first chunks. */
+int tb_engine_set_space_extent(struct tb_engine *e, int space, uint32_t extent);
 
 /* First touch: allocates the page on a node the way the kernel's allocator
  * would (watermarks, fallback, kswapd wake-up, direct demotion). */

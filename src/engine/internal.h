@@ -56,6 +56,7 @@ struct tb_node {
 
 struct tb_space {
 	uint32_t first, count;
+	uint32_t extent;       /* the part from first that can hold pages: what the scanner walks */
 	unsigned cpu_node;
 	unsigned flags;
 	uint64_t next_scan_ns;

@@ -29,7 +29,7 @@ static uint64_t scan_pages(const struct tb_engine *e)
 static uint64_t window_interval_ms(const struct tb_engine *e, const struct tb_space *sp)
 {
 	uint64_t per = scan_pages(e) ? scan_pages(e) : 1; /* the knob's minimum is 1 MiB; the analyzer cannot know */
-	uint64_t windows = (sp->count + per - 1) / per;
+	uint64_t windows = (sp->extent + per - 1) / per;
 	uint64_t floor = 1000ull * e->k.scan_size_mb / MAX_SCAN_WINDOW_MB;
 	uint64_t ms = sp->period_ms / (windows ? windows : 1);
 	if (ms < floor)
@@ -89,7 +89,7 @@ static void scan_window(struct tb_engine *e, struct tb_space *sp)
 				arm_flush(e, buf, &k);
 		}
 		walked++;
-		if (++sp->offset == sp->count) {
+		if (++sp->offset >= sp->extent) {
 			sp->offset = 0;
 			pass_done(e, sp);
 			break;
@@ -105,7 +105,7 @@ void scan_run(struct tb_engine *e)
 		return;
 	for (size_t i = 0; i < e->nr_spaces; i++) {
 		struct tb_space *sp = &e->spaces[i];
-		if ((sp->flags & TB_SPACE_UNMAPPED) || e->now_ns < sp->next_scan_ns)
+		if ((sp->flags & TB_SPACE_UNMAPPED) || !sp->extent || e->now_ns < sp->next_scan_ns)
 			continue;
 		scan_window(e, sp);
 		sp->next_scan_ns = e->now_ns + window_interval_ms(e, sp) * 1000000u;

@@ -185,18 +185,27 @@ static void test_idmap(void **state)
 	struct tb_idmap m;
 	assert_int_equal(tb_idmap_init(&m, 2, 3), 0);
 	uint32_t c[4];
+	assert_int_equal(tb_idmap_extent(&m, 1), 0);
 	assert_int_equal(tb_idmap_get(&m, 1, 7, 0x200000, &c[0]), 0);
 	assert_int_equal(c[0], 3); /* pool 1 holds chunks 3..5, lowest first */
+	assert_int_equal(tb_idmap_extent(&m, 1), 1);
+	assert_int_equal(tb_idmap_extent(&m, 0), 0);
 	assert_int_equal(tb_idmap_get(&m, 1, 7, 0x400000, &c[1]), 0);
 	assert_int_equal(tb_idmap_get(&m, 1, 8, 0x600000, &c[2]), 0);
+	assert_int_equal(tb_idmap_extent(&m, 1), 3);
 	assert_int_equal(tb_idmap_get(&m, 1, 8, 0x800000, &c[3]), -ENOSPC);
 	uint32_t page = tb_idmap_page(c[1], 5);
 	assert_true(tb_idmap_addr(&m, page) == 0x400000 + 5 * 4096);
 	assert_int_equal(m.owner[c[2]], 8);
 	tb_idmap_put(&m, c[1]);
 	assert_int_equal(m.owner[c[1]], TB_NO_OWNER);
+	assert_int_equal(tb_idmap_extent(&m, 1), 3); /* a hole below the highest chunk in use */
+	tb_idmap_put(&m, c[2]);
+	assert_int_equal(tb_idmap_extent(&m, 1), 1);
+	assert_int_equal(tb_idmap_get(&m, 1, 8, 0x600000, &c[2]), 0);
 	assert_int_equal(tb_idmap_get(&m, 1, 9, 0xa00000, &c[3]), 0);
 	assert_int_equal(c[3], c[1]); /* reused */
+	assert_int_equal(tb_idmap_extent(&m, 5), 0);
 	assert_int_equal(tb_idmap_get(&m, 2, 9, 0, &c[3]), -EINVAL);
 	tb_idmap_destroy(&m);
 }

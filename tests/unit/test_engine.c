@@ -459,6 +459,31 @@ static void test_fast_tier_not_scanned(void **state)
 	destroy(f);
 }
 
+/* The scanner walks only a space's extent (the live daemon's pools span the
+ * machine; its targets use the first chunks), and the whole space again once
+ * the extent grows. */
+static void test_scan_extent(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, NULL);
+	place(f, 0, 500, 1);
+	place(f, 2000, 500, 1);
+	assert_int_equal(tb_engine_set_space_extent(f->e, 0, NR_PAGES + 1), -EINVAL);
+	assert_int_equal(tb_engine_set_space_extent(f->e, 1, 10), -EINVAL);
+	assert_int_equal(tb_engine_set_space_extent(f->e, 0, 1000), 0);
+	advance(f, 1);
+	assert_int_equal(f->armed_on[1], 500);
+	assert_false(f->armed[2000]);
+	assert_int_equal(tb_engine_set_space_extent(f->e, 0, 0), 0);
+	advance(f, 5000);
+	assert_int_equal(f->armed_on[1], 500); /* nothing to walk */
+	assert_int_equal(tb_engine_set_space_extent(f->e, 0, NR_PAGES), 0);
+	advance(f, 5000);
+	assert_int_equal(f->armed_on[1], 1000);
+	assert_true(f->armed[2000] && f->armed[2499]);
+	destroy(f);
+}
+
 static void test_boost_raises_then_decays(void **state)
 {
 	(void)state;
@@ -806,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_cold_page_not_promoted),
 		cmocka_unit_test(test_active_lru_second_fault),
 		cmocka_unit_test(test_fast_tier_not_scanned),
+		cmocka_unit_test(test_scan_extent),
 		cmocka_unit_test(test_boost_raises_then_decays),
 		cmocka_unit_test(test_pingpong),
 		cmocka_unit_test(test_pingpong_window),
