@@ -11,11 +11,14 @@
  * run     tierbal run --pid, with its best sampler (soft-dirty on 6.1)
  * damon   tierbal run --pid --sampler damon (a kernel with DAMON: 6.12)
  *
- * About every second it prints a SAMPLE line with the real time it read the
+ * Time 0 is when the workload has set up and starts writing its hot set. About
+ * every second it prints a SAMPLE line with the real time it read the
  * placement at: the share of the current hot set on node 0 (move_pages,
  * nodes = NULL), page moves and ping-pongs seen by comparing every page's
  * node with the sample before, the workload's passes so far, /proc/vmstat
- * deltas and tierbal's own counters; at the end a RESULT line. */
+ * deltas since before the workload started, and tierbal's own counters; at
+ * the end a RESULT line (with the moves after the shift on their own: every
+ * balancer starts that phase from the same placement). */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,6 +168,10 @@ int main(int argc, char **argv)
 	put("/proc/sys/kernel/numa_balancing", kernel ? "2" : "0");
 	put("/sys/kernel/mm/numa/demotion_enabled", kernel ? "true" : "false");
 	signal(SIGPIPE, SIG_IGN);
+	/* counters from before the workload starts: the kernel's balancing (and
+	 * tierbal exec's runtime) already moves pages while the program sets up */
+	long long vm0[NR_VM], vm[NR_VM], tb[NR_TB];
+	vmstat(vm0);
 
 	int fds[2];
 	if (pipe(fds))
@@ -188,6 +195,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "guest_compare: the workload did not start (see /tmp/compare-target.log)\n");
 		return 1;
 	}
+	/* time 0: the hot set starts being written without pause */
+	double t0 = now_s();
 	const char *pa = strstr(line, " passes ");
 	if (!pa || sscanf(pa, " passes %lx", &passes_at) != 1)
 		passes_at = 0;
@@ -213,10 +222,9 @@ int main(int argc, char **argv)
 	tb_mover_query(pid, pages, n, last);
 	for (size_t i = 0; i < n; i++)
 		before[i] = -1;
-	long long vm0[NR_VM], vm[NR_VM], tb[NR_TB];
-	vmstat(vm0);
-	double t0 = now_s(), t90a = -1, t90b = -1, share_a = 0, share_b = 0;
-	long long moves = 0, pingpong = 0;
+	double t90a = -1, t90b = -1, share_a = 0, share_b = 0, early_b = 0;
+	/* moves_a, pingpong_a: as of the last sample before the shift */
+	long long moves = 0, pingpong = 0, moves_a = 0, pingpong_a = 0;
 	/* steady state: the passes of the last STEADY_S seconds of each phase, when
 	 * every balancer has long since brought the hot set in */
 	long long *passes = calloc((size_t)secs + 1, sizeof(*passes));
@@ -265,7 +273,15 @@ int main(int argc, char **argv)
 			on0 += node[i] == 0;
 		double share = (double)on0 / (double)cnt;
 		if (!second) {
+			/* the second hot set, not yet written: a balancer that brings it in
+			 * now took cold pages for hot ones */
+			size_t early = 0;
+			for (size_t i = ncold + nhot; i < n; i++)
+				early += node[i] == 0;
+			early_b = nhot2 ? (double)early / (double)nhot2 : 0;
 			share_a = share;
+			moves_a = moves;
+			pingpong_a = pingpong;
 			if (t90a < 0 && share >= 0.9)
 				t90a = t;
 		} else {
@@ -307,9 +323,10 @@ int main(int argc, char **argv)
 	zone_wmarks(&khigh, &kpromo);
 	int steady = shift / 3 < STEADY_S ? shift / 3 : STEADY_S;
 	printf("RESULT compare mode=%s seconds=%d shift=%d t90_phase1=%.1f share_phase1=%.4f t90_phase2=%.1f "
-	       "share_phase2=%.4f hot_pages=%zu moves=%lld pingpong=%lld steady_s=%d rate_phase1=%.1f rate_phase2=%.1f "
-	       "kernel_node0_high=%lld kernel_node0_promo=%lld",
-	       mode, secs, shift, t90a, share_a, t90b, share_b, nhot, moves, pingpong, steady,
+	       "share_phase2=%.4f early_phase2=%.4f hot_pages=%zu moves=%lld pingpong=%lld moves_phase2=%lld pingpong_phase2=%lld "
+	       "steady_s=%d rate_phase1=%.1f rate_phase2=%.1f kernel_node0_high=%lld kernel_node0_promo=%lld",
+	       mode, secs, shift, t90a, share_a, t90b, share_b, early_b, nhot, moves, pingpong, moves - moves_a,
+	       pingpong - pingpong_a, steady,
 	       rate(passes, at, samples, shift - 1 - steady, shift - 1), rate(passes, at, samples, secs - steady, secs),
 	       khigh, kpromo);
 	for (size_t i = 0; i < NR_VM; i++)
