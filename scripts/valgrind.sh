@@ -28,7 +28,8 @@ suite() { # name command...
 		fail=$((fail + 1))
 	fi
 }
-for t in engine linux sim; do
+suite engine env TB_TEST_SKIP=test_table_lazy "${vg[@]}" build/tests/test_engine
+for t in linux sim; do
 	suite "$t" "${vg[@]}" "build/tests/test_$t"
 done
 suite live env TB_TEST_SKIP=test_exec_node_filling "${vg[@]}" build/tests/test_live

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bigalloc.h"
 #include "softdirty.h"
 
 #define PS_YOUNG 0x1u /* accessed (a fault, or seen by the sampler) since the engine last asked */
@@ -39,7 +40,8 @@ struct tb_live {
 	struct tb_idmap map;
 	struct tb_target **t; /* slots; NULL = free */
 	size_t nr_t;
-	uint8_t *ps;
+	uint8_t *ps;      /* PS_* bits per page id */
+	size_t nr_ps;
 	unsigned nr_nodes;
 	int knode[TB_MAX_NODES]; /* kernel node of each engine node */
 	unsigned nr_pools;
@@ -212,10 +214,26 @@ static int live_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enu
 	return 0;
 }
 
+/* The table is sized for all the memory the daemon may manage; ids are handed
+ * out lowest first, so only its low part is ever touched. */
+static void *live_table_alloc(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	return big_alloc_sparse(bytes);
+}
+
+static void live_table_free(void *ctx, void *table, size_t bytes)
+{
+	(void)ctx;
+	big_free(table, bytes);
+}
+
 static const struct tb_platform_ops live_platform = {
 	.now_ns = live_now,
 	.migrate = live_migrate,
 	.test_and_clear_young = live_young,
+	.table_alloc = live_table_alloc,
+	.table_free = live_table_free,
 };
 
 /* The scanner armed these pages: write-protect them, in runs of adjacent
@@ -358,7 +376,8 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		ec.sampler = &uffd_sampler;
 		ec.sampler_ctx = l;
 	}
-	l->ps = calloc(ec.nr_pages, 1);
+	l->nr_ps = ec.nr_pages;
+	l->ps = big_alloc_sparse(l->nr_ps); /* one byte per page id, touched as ids are */
 	if (!l->ps) {
 		snprintf(err, len, "out of memory for %u page states", ec.nr_pages);
 		tb_live_free(l);
@@ -427,7 +446,7 @@ void tb_live_free(struct tb_live *l)
 	tb_engine_free(l->e);
 	tb_uffd_free(l->uffd);
 	tb_idmap_destroy(&l->map);
-	free(l->ps);
+	big_free(l->ps, l->nr_ps);
 	free(l->gone.v);
 	free(l->faults.v);
 	free(l->fault_write.v);

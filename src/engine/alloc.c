@@ -7,7 +7,7 @@
 
 static void add_page(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 {
-	uint8_t f = (uint8_t)(node | (file ? PF_FILE : 0));
+	uint8_t f = pf_with_node(file ? PF_FILE : 0, node);
 	e->meta[p].flags = f;
 	e->meta[p].moved = 0;
 	lru_add_head(e, node, lru_of(f), p);
@@ -27,7 +27,7 @@ static int pick_node(struct tb_engine *e, const unsigned *zl, bool low_mark)
 int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 {
 	promote_flush(e);
-	if (p >= e->nr_pages || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
+	if (p >= e->nr_pages || pnode(e, p) != TB_NO_NODE)
 		return -EINVAL;
 	struct tb_space *sp = space_of(e, p);
 	if (!sp)
@@ -65,7 +65,7 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 int tb_engine_place(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 {
 	promote_flush(e);
-	if (p >= e->nr_pages || node >= e->nr_nodes || (e->meta[p].flags & PF_NODE_MASK) != TB_NO_NODE)
+	if (p >= e->nr_pages || node >= e->nr_nodes || pnode(e, p) != TB_NO_NODE)
 		return -EINVAL;
 	if (node_free(&e->node[node]) == 0)
 		return -ENOMEM;
@@ -79,10 +79,10 @@ void tb_engine_unplace(struct tb_engine *e, uint32_t p)
 	if (p >= e->nr_pages)
 		return;
 	uint8_t f = e->meta[p].flags;
-	unsigned n = f & PF_NODE_MASK;
+	unsigned n = pf_node(f);
 	if (n == TB_NO_NODE)
 		return;
 	lru_del(e, n, lru_of(f), p);
 	e->node[n].used--;
-	e->meta[p].flags = TB_NO_NODE;
+	e->meta[p].flags = 0; /* not present */
 }

@@ -74,11 +74,10 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 	e->pctx = cfg->platform_ctx;
 	e->nr_pages = cfg->nr_pages;
 	size_t bytes = (size_t)cfg->nr_pages * sizeof(*e->meta);
-	e->meta = e->pops->table_alloc ? e->pops->table_alloc(e->pctx, bytes) : malloc(bytes);
+	/* zeroed: every page absent (pf_node), and untouched parts cost nothing */
+	e->meta = e->pops->table_alloc ? e->pops->table_alloc(e->pctx, bytes) : calloc(cfg->nr_pages, sizeof(*e->meta));
 	if (!e->meta)
 		goto nomem;
-	for (uint32_t p = 0; p < cfg->nr_pages; p++)
-		e->meta[p] = (struct tb_pmeta){.prev = TB_NIL, .next = TB_NIL, .flags = TB_NO_NODE};
 	e->k = cfg->knobs;
 	e->policy = cfg->policy;
 	e->sops = cfg->sampler;
@@ -242,9 +241,9 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 			snprintf(err, len, "page %u is on more than one list (again on node %u list %u)", p, ni, l);
 			return -EFAULT;
 		}
-		if ((f & PF_NODE_MASK) != ni || lru_of(f) != l) {
+		if (pf_node(f) != ni || lru_of(f) != l) {
 			snprintf(err, len, "page %u (node %u, list %u) found on node %u list %u", p,
-				 f & PF_NODE_MASK, lru_of(f), ni, l);
+				 pf_node(f), lru_of(f), ni, l);
 			return -EFAULT;
 		}
 		if (e->meta[p].prev != prev) {
@@ -282,7 +281,7 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 	}
 	for (uint32_t p = 0; p < e->nr_pages; p++) {
 		uint8_t f = e->meta[p].flags;
-		unsigned ni = f & PF_NODE_MASK;
+		unsigned ni = pf_node(f);
 		if (ni != TB_NO_NODE) {
 			if (ni >= e->nr_nodes) {
 				if (!rc)
@@ -296,7 +295,8 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 				}
 			}
 		}
-		e->meta[p].flags = f & (uint8_t)~PF_VISIT;
+		if (f & PF_VISIT) /* only pages on a list: the rest of the table stays untouched */
+			e->meta[p].flags = f & (uint8_t)~PF_VISIT;
 	}
 	for (unsigned ni = 0; ni < e->nr_nodes && !rc; ni++) {
 		uint64_t used = 0;

@@ -52,7 +52,7 @@ struct tb_platform_ops {
 		       enum tb_migrate_reason why, int *status);
 	/* Reads and clears the page's accessed ("young") bit. */
 	bool (*test_and_clear_young)(void *ctx, uint32_t page);
-	/* Optional: memory for the per-page table (NULL: malloc/free). */
+	/* Optional: zeroed memory for the per-page table (NULL: calloc/free). */
 	void *(*table_alloc)(void *ctx, size_t bytes);
 	void (*table_free)(void *ctx, void *table, size_t bytes);
 };

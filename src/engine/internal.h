@@ -4,8 +4,8 @@
 
 #include "engine.h"
 
-/* flags byte of a page: bits 0-2 node, then page state bits */
-#define PF_NODE_MASK 0x07u
+/* flags byte of a page: bits 0-2 the node (XOR TB_NO_NODE), then page state bits */
+#define PF_NODE_MASK 0x07u /* read and set with pf_node(), pf_with_node() */
 #define PF_FILE 0x08u
 #define PF_ACTIVE 0x10u
 #define PF_REFERENCED 0x20u /* PG_referenced: set by mark_page_accessed */
@@ -113,9 +113,22 @@ static inline uint64_t isqrt(uint64_t x)
 	return r;
 }
 
+/* The node field holds node ^ TB_NO_NODE, so that an all-zero entry is a page
+ * that is not present: the table needs no initialisation, and a live daemon's
+ * table (sized for all memory) costs memory only where its ids are used. */
+static inline unsigned pf_node(uint8_t f)
+{
+	return (f & PF_NODE_MASK) ^ TB_NO_NODE;
+}
+
+static inline uint8_t pf_with_node(uint8_t f, unsigned node)
+{
+	return (uint8_t)((f & ~PF_NODE_MASK) | ((node ^ TB_NO_NODE) & PF_NODE_MASK));
+}
+
 static inline unsigned pnode(const struct tb_engine *e, uint32_t p)
 {
-	return e->meta[p].flags & PF_NODE_MASK;
+	return pf_node(e->meta[p].flags);
 }
 
 static inline bool node_fast(const struct tb_engine *e, unsigned n)

@@ -57,7 +57,7 @@ void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 void page_activate(struct tb_engine *e, uint32_t p)
 {
 	uint8_t f = e->meta[p].flags;
-	unsigned n = f & PF_NODE_MASK;
+	unsigned n = pf_node(f);
 	if (f & PF_ACTIVE)
 		return;
 	lru_del(e, n, lru_of(f), p);

@@ -111,7 +111,7 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	if (p >= e->nr_pages)
 		return;
 	uint8_t f = e->meta[p].flags;
-	unsigned src = f & PF_NODE_MASK;
+	unsigned src = pf_node(f);
 	if (src == TB_NO_NODE || !(f & PF_ARMED))
 		return;
 	e->meta[p].flags = f & (uint8_t)~PF_ARMED;
@@ -138,7 +138,7 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 
 static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp)
 {
-	unsigned src = f & PF_NODE_MASK;
+	unsigned src = pf_node(f);
 	unsigned dst = sp->cpu_node;
 	struct tb_node *d = &e->node[dst];
 	if ((e->policy & TB_POLICY_ACTIVE_LRU) && !(f & PF_ACTIVE)) {
@@ -192,7 +192,7 @@ void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
 	if (p >= e->nr_pages)
 		return;
 	uint8_t f = e->meta[p].flags;
-	if ((f & PF_NODE_MASK) == TB_NO_NODE)
+	if (pf_node(f) == TB_NO_NODE)
 		return;
 	if (!(f & PF_REFERENCED))
 		e->meta[p].flags = f | PF_REFERENCED;

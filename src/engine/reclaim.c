@@ -48,7 +48,7 @@ size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsig
 	for (size_t i = 0; i < n; i++) {
 		uint32_t p = pages[i];
 		uint8_t f = e->meta[p].flags;
-		unsigned src = f & PF_NODE_MASK;
+		unsigned src = pf_node(f);
 		if (status[i] != 0) {
 			count(e, TB_C_pgmigrate_fail, 1);
 			if (why == TB_MIGRATE_PROMOTE)
@@ -58,7 +58,7 @@ size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsig
 		}
 		e->node[src].used--;
 		d->used++;
-		f = (uint8_t)((f & ~PF_NODE_MASK) | dst);
+		f = pf_with_node(f, dst);
 		e->meta[p].flags = f;
 		lru_add_head(e, dst, lru_of(f), p);
 		note_move(e, p, why == TB_MIGRATE_PROMOTE);

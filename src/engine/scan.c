@@ -79,7 +79,7 @@ static void scan_window(struct tb_engine *e, struct tb_space *sp)
 	while (armed < want && walked < virt_limit) {
 		uint32_t p = sp->first + sp->offset;
 		uint8_t f = e->meta[p].flags;
-		unsigned n = f & PF_NODE_MASK;
+		unsigned n = pf_node(f);
 		if (n != TB_NO_NODE && !(f & PF_ARMED) && !(skip_fast && node_fast(e, n))) {
 			e->meta[p].flags = f | PF_ARMED;
 			e->meta[p].scan_ms = ms;

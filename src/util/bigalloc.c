@@ -1,11 +1,12 @@
 #include "bigalloc.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
 #define HUGE_PAGE (2u << 20)
 
-void *big_alloc(size_t bytes)
+static void *alloc_aligned(size_t bytes, bool huge)
 {
 	size_t len = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
 	/* over-allocate by one huge page and trim, so the table starts aligned */
@@ -18,8 +19,19 @@ void *big_alloc(size_t bytes)
 	size_t tail = (size_t)(raw + len + HUGE_PAGE - (p + len));
 	if (tail)
 		munmap(p + len, tail);
-	madvise(p, len, MADV_HUGEPAGE); /* a hint: without THP the table still works */
+	if (huge)
+		madvise(p, len, MADV_HUGEPAGE); /* a hint: without THP the table still works */
 	return p;
+}
+
+void *big_alloc(size_t bytes)
+{
+	return alloc_aligned(bytes, true);
+}
+
+void *big_alloc_sparse(size_t bytes)
+{
+	return alloc_aligned(bytes, false);
 }
 
 void big_free(void *p, size_t bytes)
