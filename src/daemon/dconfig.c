@@ -22,6 +22,9 @@ void tb_dconfig_default(struct tb_dconfig *c)
 	/* A live fast node also serves allocations tierbal never sees: keep TPP's
 	 * headroom (2% of the node above high) instead of the kernel's thin one. */
 	c->knobs.demote_scale_factor = 200;
+	/* and moves a hot page it had no room for once kswapd has made room, instead
+	 * of a scan pass later (seconds, in which the page keeps running slow) */
+	c->knobs.promote_retry_ms = 1000;
 }
 
 const char *tb_sampler_choice_name(enum tb_sampler_choice s)

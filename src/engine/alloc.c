@@ -10,6 +10,7 @@ static void add_page(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 	uint8_t f = pf_with_node(file ? PF_FILE : 0, node);
 	e->meta[p].flags = f;
 	e->meta[p].moved = 0;
+	e->meta[p].scan_ms = 0; /* never scanned: a retry queued for this id's last page does not match */
 	lru_add_head(e, node, lru_of(f), p);
 	e->node[node].used++;
 }

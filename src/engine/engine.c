@@ -186,6 +186,8 @@ void tb_engine_tick(struct tb_engine *e)
 	scan_run(e);
 	boost_decay(e, elapsed);
 	kswapd_run(e, elapsed);
+	if (e->nr_retry)
+		promote_retry_run(e); /* into the room kswapd just made */
 }
 
 const uint64_t *tb_engine_counters(const struct tb_engine *e)

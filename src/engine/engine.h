@@ -26,7 +26,7 @@
 	X(pgscan_direct) X(allocstall) X(numa_miss) X(promote_fail_threshold)                    \
 	X(promote_fail_ratelimit) X(promote_defer_inactive) X(promote_fail_wmark)                \
 	X(promote_fail_migrate) X(pingpong_promote_demote) X(pingpong_demote_promote)            \
-	X(kswapd_wakeups) X(threshold_adjustments)
+	X(kswapd_wakeups) X(threshold_adjustments) X(promote_retried) X(promote_retry_expired)
 
 enum tb_counter {
 #define TB_ENUM(name) TB_C_##name,

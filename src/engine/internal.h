@@ -15,6 +15,7 @@
 enum { LRU_INACTIVE_ANON, LRU_ACTIVE_ANON, LRU_INACTIVE_FILE, LRU_ACTIVE_FILE, NR_LRU };
 
 #define BATCH 32 /* SWAP_CLUSTER_MAX: reclaim and migration batch */
+#define RETRY_MAX 8192 /* promotions waiting for room (promote_retry_ms) */
 
 struct tb_lru {
 	uint32_t head, tail; /* head = most recently added */
@@ -94,6 +95,13 @@ struct tb_engine {
 	unsigned pend_dst;
 	size_t nr_pend;
 	uint32_t pend[BATCH];
+
+	/* promote_retry_ms: hot pages refused for room, oldest first (a ring) */
+	struct tb_retry {
+		uint32_t page, scan_ms, at_ms;
+		uint8_t dst;
+	} retry[RETRY_MAX];
+	size_t retry_head, nr_retry;
 };
 
 static inline uint64_t isqrt(uint64_t x)
@@ -175,6 +183,7 @@ size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsig
 
 /* promote.c */
 void promote_flush_now(struct tb_engine *e);
+void promote_retry_run(struct tb_engine *e);
 /* Moves the promotions a batch holds; every call that changes placement starts with it. */
 static inline void promote_flush(struct tb_engine *e)
 {

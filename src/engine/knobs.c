@@ -27,6 +27,7 @@ void tb_knobs_default(struct tb_knobs *k)
 	k->boost_decay_ms = 1000;
 	k->pingpong_window_ms = 10000;
 	k->adapt_period_ms = 1000;
+	k->promote_retry_ms = 0;
 }
 
 #define KNOB(field, lo, hi, origin, help) \
@@ -71,6 +72,9 @@ static const struct tb_knob_desc knob_table[] = {
 		"a move back within this window counts as ping-pong"),
 	KNOB_AS("adapt_period_ms", adapt_period_ms, 10, 3600000, "tierbal",
 		"adaptive policy: how often the threshold follows the ping-pong rate"),
+	KNOB(promote_retry_ms, 0, 60000, "tierbal",
+	     "a hot page refused for room moves once kswapd makes room, within this time of its fault; "
+	     "0 = it waits for its next scan (kernel)"),
 };
 
 static const char *const wmark_mode_names[] = {"v13", "v10", "boost"};

@@ -41,6 +41,7 @@ struct tb_knobs {
 	uint32_t boost_decay_ms;
 	uint32_t pingpong_window_ms;
 	uint32_t adapt_period_ms;
+	uint32_t promote_retry_ms;
 };
 
 struct tb_knob_desc {

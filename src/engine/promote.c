@@ -98,6 +98,57 @@ static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 
 /* Applies the policy to a hint fault on a slow-tier page; true if it was promoted. */
 static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_space *sp);
+static bool promote_page(struct tb_engine *e, uint32_t p, unsigned src, unsigned dst);
+
+/* The kernel forgets a hot page it had no room for until its next scan,
+ * seconds later; with promote_retry_ms it waits here for kswapd's room. A
+ * full queue gives up its oldest entry, whose evidence is the stalest. */
+static void retry_later(struct tb_engine *e, uint32_t p, unsigned dst)
+{
+	if (!e->k.promote_retry_ms)
+		return;
+	if (e->nr_retry == RETRY_MAX) {
+		e->retry_head = (e->retry_head + 1) % RETRY_MAX;
+		e->nr_retry--;
+		count(e, TB_C_promote_retry_expired, 1);
+	}
+	e->retry[(e->retry_head + e->nr_retry++) % RETRY_MAX] =
+		(struct tb_retry){.page = p, .scan_ms = e->meta[p].scan_ms, .at_ms = now_ms(e), .dst = (uint8_t)dst};
+}
+
+/* Promotes queued pages, oldest first, while their node has room. An entry
+ * whose page has moved, gone, or been scanned again since is dropped: its
+ * next fault decides. */
+void promote_retry_run(struct tb_engine *e)
+{
+	uint32_t now = now_ms(e);
+	bool was_batching = e->batching;
+	e->batching = true; /* one migrate call per 32 pages */
+	while (e->nr_retry) {
+		const struct tb_retry *r = &e->retry[e->retry_head];
+		uint8_t f = e->meta[r->page].flags;
+		unsigned src = pf_node(f);
+		bool valid = src != TB_NO_NODE && !node_fast(e, src) && !(f & PF_ARMED) &&
+			     e->meta[r->page].scan_ms == r->scan_ms;
+		if (valid && now - r->at_ms > e->k.promote_retry_ms) {
+			count(e, TB_C_promote_retry_expired, 1);
+			valid = false;
+		}
+		if (valid) {
+			const struct tb_node *d = &e->node[r->dst];
+			if (node_free(d) <= d->wmark_high + 1) {
+				kswapd_wake(e, r->dst); /* still no room: kswapd's next run makes it */
+				break;
+			}
+			promote_page(e, r->page, src, r->dst);
+			count(e, TB_C_promote_retried, 1);
+		}
+		e->retry_head = (e->retry_head + 1) % RETRY_MAX;
+		e->nr_retry--;
+	}
+	promote_flush(e);
+	e->batching = was_batching;
+}
 
 void tb_engine_prefetch(const struct tb_engine *e, uint32_t p)
 {
@@ -154,8 +205,16 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 		count(e, TB_C_promote_fail_wmark, 1);
 		boost_on_refusal(e, dst);
 		kswapd_wake(e, dst);
+		retry_later(e, p, dst);
 		return false;
 	}
+	return promote_page(e, p, src, dst);
+}
+
+/* Moves a slow-tier page to dst now, or into the batch. */
+static bool promote_page(struct tb_engine *e, uint32_t p, unsigned src, unsigned dst)
+{
+	struct tb_node *d = &e->node[dst];
 	lru_del(e, src, lru_of(e->meta[p].flags), p);
 	if (!e->batching)
 		return migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;

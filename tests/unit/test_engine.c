@@ -71,23 +71,31 @@ static int f_arm(void *ctx, const uint32_t *pages, size_t n)
 static const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young, NULL, NULL};
 static const struct tb_sampler_ops fake_sampler = {f_arm};
 
-static struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *))
+/* a fast and a slow node, the kernel's knobs */
+static struct tb_engine_config config(struct fake *f, uint32_t policy, uint32_t nr_pages,
+				      const struct tb_platform_ops *platform)
 {
-	struct fake *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
 	struct tb_engine_config c = {
 		.policy = policy,
 		.nr_nodes = 2,
 		.nodes = {{.present_pages = FAST_PAGES, .tier = 0, .demote_to = 1, .socket = 0},
 			  {.present_pages = SLOW_PAGES, .tier = 1, .demote_to = -1, .socket = 0}},
-		.nr_pages = NR_PAGES,
+		.nr_pages = nr_pages,
 		.kswapd_pages_per_sec = 1000000,
-		.platform = &fake_platform,
+		.platform = platform,
 		.platform_ctx = f,
 		.sampler = &fake_sampler,
 		.sampler_ctx = f,
 	};
 	tb_knobs_default(&c.knobs);
+	return c;
+}
+
+static struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *))
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	struct tb_engine_config c = config(f, policy, NR_PAGES, &fake_platform);
 	c.knobs.scan_delay_ms = 0;
 	c.knobs.scan_size_mb = 64; /* one window covers the whole space */
 	if (tweak)
@@ -276,6 +284,68 @@ static void test_refused_promotion_wakes_kswapd(void **state)
 	assert_int_equal(tb_engine_page_node(f->e, 1), 0);
 	assert_int_equal(ctr(f, TB_C_pgpromote_success), 1);
 	assert_int_equal(ctr(f, TB_C_numa_pages_migrated), 1);
+	destroy(f);
+}
+
+static void retry_500(struct tb_knobs *k)
+{
+	k->promote_retry_ms = 500;
+}
+
+static void retry_5000(struct tb_knobs *k)
+{
+	k->promote_retry_ms = 5000;
+}
+
+/* promote_retry_ms: hot pages refused for room move in the tick in which
+ * kswapd makes it, not at their next scan; an entry too old, or whose page
+ * was scanned again, is dropped. */
+static void test_promote_retry(void **state)
+{
+	(void)state;
+	struct fake *f = make(TB_POLICY_PROMOTE, retry_500);
+	uint32_t next = 64;
+	place(f, 0, 64, 1);
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	advance(f, 1);
+	for (uint32_t p = 0; p < 3; p++)
+		fault(f, p);
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 3);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	advance(f, 1); /* kswapd demotes, then the three move */
+	assert_true(ctr(f, TB_C_pgdemote_kswapd) > 0);
+	for (uint32_t p = 0; p < 3; p++)
+		assert_int_equal(tb_engine_page_node(f->e, p), 0);
+	assert_int_equal(ctr(f, TB_C_promote_retried), 3);
+	assert_int_equal(ctr(f, TB_C_pgpromote_success), 3);
+
+	/* no room for longer than promote_retry_ms: dropped, and it stays */
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	f->migrate_rc = -16; /* EBUSY: kswapd cannot demote either */
+	fault(f, 3);
+	advance(f, 600);
+	assert_int_equal(ctr(f, TB_C_promote_retry_expired), 1);
+	f->migrate_rc = 0;
+	advance(f, 10);
+	assert_int_equal(tb_engine_page_node(f->e, 3), 1);
+	assert_int_equal(ctr(f, TB_C_promote_retried), 3);
+	destroy(f);
+
+	/* scanned again before there is room: its next fault decides, not the queue */
+	f = make(TB_POLICY_PROMOTE, retry_5000);
+	next = 64;
+	place(f, 0, 64, 1);
+	fill_fast(f, &next, info(f, 0).wmark_high);
+	advance(f, 1);
+	f->migrate_rc = -16;
+	fault(f, 0);
+	advance(f, 1500); /* the next pass (1 s) arms page 0 again */
+	assert_true(f->armed[0]);
+	f->migrate_rc = 0;
+	advance(f, 10);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_promote_retried), 0);
+	assert_int_equal(ctr(f, TB_C_promote_retry_expired), 0);
 	destroy(f);
 }
 
@@ -524,18 +594,7 @@ static void test_table_lazy(void **state)
 	struct fake *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	const uint32_t pages = 1u << 24; /* 256 MiB of table at 16 bytes a page */
-	struct tb_engine_config c = {
-		.policy = TB_POLICY_PROMOTE,
-		.nr_nodes = 2,
-		.nodes = {{.present_pages = FAST_PAGES, .tier = 0, .demote_to = 1, .socket = 0},
-			  {.present_pages = SLOW_PAGES, .tier = 1, .demote_to = -1, .socket = 0}},
-		.nr_pages = pages,
-		.platform = &lazy_platform,
-		.platform_ctx = f,
-		.sampler = &fake_sampler,
-		.sampler_ctx = f,
-	};
-	tb_knobs_default(&c.knobs);
+	struct tb_engine_config c = config(f, TB_POLICY_PROMOTE, pages, &lazy_platform);
 	long before = rss_kib();
 	assert_true(before > 0);
 	char err[256] = "";
@@ -910,6 +969,7 @@ int main(void)
 		cmocka_unit_test(test_fast_tier_not_scanned),
 		cmocka_unit_test(test_scan_extent),
 		cmocka_unit_test(test_table_lazy),
+		cmocka_unit_test(test_promote_retry),
 		cmocka_unit_test(test_boost_raises_then_decays),
 		cmocka_unit_test(test_pingpong),
 		cmocka_unit_test(test_pingpong_window),
