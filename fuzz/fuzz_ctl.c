@@ -13,6 +13,7 @@
 
 #include "ctl.h"
 #include "exec.h"
+#include "rt_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -82,10 +83,14 @@ static void runtime_hello(const uint8_t *data, size_t size, int with_fd)
 	if (fd >= 0)
 		close(fd);
 	pid_t pid;
-	int uffd, rt_err;
-	int rc = tb_exec_accept(lfd, &pid, &uffd, &rt_err);
+	int uffd;
+	struct tb_rt_hello h;
+	int chan;
+	int rc = tb_exec_accept(lfd, &pid, &uffd, &chan, &h);
+	if (chan >= 0)
+		close(chan);
 	/* accepted: a descriptor to manage, or the runtime's reason for having none */
-	if (rc == 0 && uffd < 0 && rt_err == 0)
+	if (rc == 0 && uffd < 0 && h.err == 0)
 		__builtin_trap();
 	if (rc != 0 && uffd >= 0)
 		__builtin_trap();

@@ -3,11 +3,13 @@
  * pages, a 64 MiB hot set written without pause on node 1, and after SHIFT_S
  * seconds a second 64 MiB hot set on node 1 takes over.
  *
- *   usage: guest_compare none|kernel|exec|run|damon SECONDS SHIFT_S
+ *   usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S
  *
  * none    no balancing at all
  * kernel  the kernel's own: numa_balancing = 2 (memory tiering), demotion on
- * exec    tierbal exec (hint faults from userfaultfd), the dynamic guest_hotcold_dyn
+ * exec    tierbal exec (hint faults from userfaultfd), the dynamic guest_hotcold_dyn:
+ *         writes only on 6.1, which cannot move pages for a userfaultfd
+ * exec-rw the same on a kernel that can (6.12): windows parked, reads fault too
  * run     tierbal run --pid, with its best sampler (soft-dirty on 6.1)
  * damon   tierbal run --pid --sampler damon (a kernel with DAMON: 6.12)
  *
@@ -45,6 +47,7 @@ static const char *const vm_names[] = {"pgpromote_success", "pgpromote_candidate
 				       "pgmigrate_success", "pgmigrate_fail",      "numa_pages_migrated"};
 #define NR_VM (sizeof(vm_names) / sizeof(vm_names[0]))
 static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd", "numa_hint_faults", "uffd_faults",
+				       "uffd_faults_read",
 				       "node0_wmark_high", "node0_wmark_demote"};
 #define NR_TB (sizeof(tb_names) / sizeof(tb_names[0]))
 
@@ -154,12 +157,13 @@ static pid_t spawn(char *const argv[], int out_fd, const char *log)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: guest_compare none|kernel|exec|run|damon SECONDS SHIFT_S\n");
+		fprintf(stderr, "usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S\n");
 		return 2;
 	}
 	const char *mode = argv[1];
 	int secs = atoi(argv[2]), shift = atoi(argv[3]);
-	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec"), damon = !strcmp(mode, "damon"),
+	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec") || !strcmp(mode, "exec-rw"),
+	     damon = !strcmp(mode, "damon"),
 	     run = damon || !strcmp(mode, "run");
 	if (!kernel && !exec && !run && strcmp(mode, "none")) {
 		fprintf(stderr, "guest_compare: unknown mode '%s'\n", mode);

@@ -12,23 +12,30 @@ static void exec_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tierbal exec [--policy P] [--set KNOB=VALUE]... [--scan-period-ms MS] [--scan-size-mb MB]\n"
-		"                    [--scan-delay-ms MS] [--window-kb KB] [--sample-ms MS]\n"
+		"                    [--scan-delay-ms MS] [--window-kb KB] [--read-faults on|off] [--park-mb MB]\n"
+		"                    [--sample-ms MS]\n"
 		"                    [--sampler auto|damon|softdirty|none] [--config FILE] [--socket PATH]\n"
 		"                    [--log FILE] [--verbose] [--stats[=FILE]] [--] PROGRAM [ARG]...\n"
 		"\n"
 		"Runs PROGRAM with tierbal's runtime preloaded (LD_PRELOAD) and manages its memory, and that\n"
 		"of the processes it forks and execs, as 'tierbal run' does, with one more signal: the\n"
-		"engine's scanner write-protects windows of pages (userfaultfd), and the first write to each\n"
-		"is a hint fault with its scan-to-fault latency, as the kernel's NUMA hint faults.\n"
+		"engine's scanner takes windows of pages away (userfaultfd), and the first access to each is a\n"
+		"hint fault with its scan-to-fault latency, as the kernel's NUMA hint faults. Where the kernel\n"
+		"can move pages (Linux 6.8 and later) a window's pages wait in a park area in the program and\n"
+		"reads fault too; elsewhere the window is write-protected and only writes fault.\n"
 		"\n"
 		"  --policy P            promotion policy (default hot-threshold)\n"
 		"  --set KNOB=VALUE      an engine knob, as in 'tierbal sim --set'\n"
 		"  --scan-period-ms MS   shortest time for one scan pass over the memory\n"
 		"                        (numa_balancing_scan_period_min_ms, default 1000)\n"
-		"  --scan-size-mb MB     pages write-protected per scan window (numa_balancing_scan_size_mb, 256)\n"
+		"  --scan-size-mb MB     pages armed per scan window (numa_balancing_scan_size_mb, 256)\n"
 		"  --scan-delay-ms MS    wait before the first scan (numa_balancing_scan_delay_ms, 1000)\n"
-		"  --window-kb KB        what one write fault opens, and stands for: the aligned KB around it\n"
-		"                        (a power of two, 4 to 2048, default 64): fewer faults, coarser view\n"
+		"  --window-kb KB        what one fault opens, and stands for: the aligned KB around it\n"
+		"                        (a power of two, 4 to 2048, default 64): fewer faults, coarser view;\n"
+		"                        above 256, writes only\n"
+		"  --read-faults on|off  park windows so that reads fault too, where the kernel can (default on)\n"
+		"  --park-mb MB          the park area in each process: how much can wait at once (default 256,\n"
+		"                        address space only; the pages in it are the program's own)\n"
 		"  --sample-ms MS        one round of the engine (discovery, sampler, scanner, demotion) every MS\n"
 		"                        (default 200, as tierbal run)\n"
 		"  --sampler S           what tells which pages are in use, besides the faults (default auto:\n"
@@ -71,6 +78,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 		{"log", required_argument, NULL, 'l'},         {"verbose", no_argument, NULL, 'v'},
 		{"stats", optional_argument, NULL, 'x'},       {"sample-ms", required_argument, NULL, 'm'},
 		{"window-kb", required_argument, NULL, 'w'},             {"help", no_argument, NULL, 'h'},
+		{"read-faults", required_argument, NULL, 'R'}, {"park-mb", required_argument, NULL, 'M'},
 		{NULL, 0, NULL, 0},
 	};
 	static char knobs[3][96];
@@ -114,6 +122,23 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 				return -EINVAL;
 			}
 			o->exec_window_pages = (unsigned)(v / 4);
+			break;
+		}
+		case 'R':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "tierbal exec: --read-faults '%s' is neither on nor off\n", optarg);
+				return -EINVAL;
+			}
+			o->exec_no_reads = !strcmp(optarg, "off");
+			break;
+		case 'M': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || v < 1 || v > 65536) {
+				fprintf(stderr, "tierbal exec: --park-mb '%s' is not 1 to 65536 MiB\n", optarg);
+				return -EINVAL;
+			}
+			o->exec_park_mb = (unsigned)v;
 			break;
 		}
 		case 'm': {

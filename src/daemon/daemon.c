@@ -18,6 +18,7 @@
 #include "exec.h"
 #include "live.h"
 #include "procfs.h"
+#include "rt_proto.h"
 #include "target.h"
 #include "topology.h"
 
@@ -168,8 +169,11 @@ static int setup_signals(bool exec)
 struct exec_state {
 	pid_t child;
 	int rtfd;
+	int forkfd; /* the runtime's fork notes, when windows are parked; else -1 */
+	unsigned park_mb;
 	char rtname[108];
-	bool exited;
+	bool exited, park_warned;
+	bool scans; /* the scanner arms anything here: a slow tier, or the normal mode's every page */
 	int status; /* wait status of the child */
 	int stderr_fd; /* the user's standard error, for --stats */
 };
@@ -191,6 +195,19 @@ static int exec_start(const struct tb_run_opts *o, struct exec_state *x, struct 
 		fprintf(stderr, "tierbal exec: %s\n", err);
 		return 1;
 	}
+	x->forkfd = -1;
+	unsigned window = o->exec_window_pages ? o->exec_window_pages : TB_EXEC_WINDOW_PAGES;
+	if (!o->exec_no_reads && window <= TB_PARK_MAX_WINDOW && x->scans) {
+		/* it must listen before the program can fork */
+		char fname[sizeof(x->rtname) + sizeof(TB_RT_FORK_SUFFIX)];
+		snprintf(fname, sizeof(fname), "%s%s", x->rtname, TB_RT_FORK_SUFFIX);
+		x->forkfd = tb_exec_listen_at(fname, err, sizeof(err));
+		if (x->forkfd < 0) {
+			fprintf(stderr, "tierbal exec: %s\n", err);
+			return 1;
+		}
+		x->park_mb = o->exec_park_mb ? o->exec_park_mb : TB_EXEC_PARK_MB;
+	}
 	x->stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	int logfd = -1;
 	if (o->exec_log) {
@@ -205,7 +222,7 @@ static int exec_start(const struct tb_run_opts *o, struct exec_state *x, struct 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &mask);
-	rc = tb_exec_spawn(o->exec_argv, rtlib, x->rtname, &mask, &x->child, err, sizeof(err));
+	rc = tb_exec_spawn(o->exec_argv, rtlib, x->rtname, x->park_mb, &mask, &x->child, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tierbal exec: %s\n", err);
 		if (logfd >= 0)
@@ -234,8 +251,10 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 {
 	for (;;) {
 		pid_t pid = 0;
-		int uffd, rt_err;
-		int rc = tb_exec_accept(x->rtfd, &pid, &uffd, &rt_err);
+		int uffd, chan;
+		struct tb_rt_hello h;
+		int rc = tb_exec_accept(x->rtfd, &pid, &uffd, &chan, &h);
+		int rt_err = h.err;
 		if (rc == -EPROTO)
 			continue; /* not the runtime: closed */
 		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
@@ -247,6 +266,8 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 		if (kill(pid, 0) && errno == ESRCH) { /* came and went between two rounds */
 			if (uffd >= 0)
 				close(uffd);
+			if (chan >= 0)
+				close(chan);
 			continue;
 		}
 		if (!tb_exec_descends(pid, x->child)) {
@@ -255,6 +276,8 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 				(int)pid);
 			if (uffd >= 0)
 				close(uffd);
+			if (chan >= 0)
+				close(chan);
 			continue;
 		}
 		if (uffd < 0) {
@@ -268,8 +291,14 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 				fprintf(stderr, "tierbal exec: %s\n", msg);
 			continue;
 		}
+		if (x->park_mb && h.park_err && !x->park_warned) {
+			fprintf(stderr, "tierbal exec: pid %d: no read faults, writes only: %s%s\n", (int)pid, strerror(h.park_err),
+				h.park_err == EINVAL ? " (moving pages needs UFFDIO_MOVE, Linux 6.8 or later)" : "");
+			x->park_warned = true; /* every process of the program meets the same kernel */
+		}
 		char msg[512];
-		if (tb_live_attach_uffd(l, pid, uffd, msg, sizeof(msg)))
+		if (tb_live_attach_uffd(l, pid, uffd, chan, (uintptr_t)h.park_addr, (size_t)h.park_len, (size_t)h.area_len,
+					msg, sizeof(msg)))
 			fprintf(stderr, "tierbal exec: %s\n", msg);
 	}
 }
@@ -334,7 +363,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
-	struct exec_state x = {.rtfd = -1, .stderr_fd = -1};
+	struct exec_state x = {.rtfd = -1, .forkfd = -1, .stderr_fd = -1};
 	if (o->exec_argv) {
 		if (!o->socket && !strcmp(cfg.socket, TB_DEFAULT_SOCKET))
 			cfg.socket[0] = '\0'; /* a control socket only when asked for */
@@ -388,11 +417,18 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		return 1;
 	}
 	if (o->exec_argv) {
+		/* parking registers the program's memory for missing pages, so that
+		 * first touches come to tierbal too: not where nothing is ever armed */
+		for (unsigned i = 0; i < topo.nr_nodes; i++)
+			x.scans |= topo.node[i].tier > 0;
+		x.scans |= (cfg.knobs.numa_balancing & TB_NUMA_BALANCING_NORMAL) != 0;
 		int rc = exec_start(o, &x, &cfg);
 		if (rc) {
 			acc.ops->destroy(acc.ctx);
 			if (x.rtfd >= 0)
 				close(x.rtfd);
+			if (x.forkfd >= 0)
+				close(x.forkfd);
 			return rc;
 		}
 	}
@@ -405,8 +441,11 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		warn_kernel_balancing();
 	fprintf(stderr, "tierbal: sampler: %s\n", why);
 	struct tb_uffd *uffd = NULL;
-	if (o->exec_argv && tb_uffd_new(&uffd, o->exec_window_pages ? o->exec_window_pages : TB_EXEC_WINDOW_PAGES, err,
-					sizeof(err)))
+	struct tb_uffd_park park = {.fork_fd = x.forkfd, .max_slots = TB_EXEC_PARK_SLOTS,
+				    /* an access later than twice the hot threshold after the scan is cold anyway */
+				    .park_ns = 2ull * cfg.knobs.hot_threshold_ms * 1000000ull};
+	if (o->exec_argv && tb_uffd_new(&uffd, o->exec_window_pages ? o->exec_window_pages : TB_EXEC_WINDOW_PAGES,
+					x.forkfd >= 0 ? &park : NULL, err, sizeof(err)))
 		fprintf(stderr, "tierbal exec: no hint faults: %s\n", err);
 	if (tb_live_new(&l, &cfg, &topo, acc, why, uffd, stderr, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", me, err); /* the sampler and uffd went with it */
@@ -562,9 +601,11 @@ out:
 		close(lfd);
 		unlink(cfg.socket);
 	}
-	tb_live_free(l);
+	tb_live_free(l); /* parked pages back first, then the program's userfaultfds go */
 	if (x.rtfd >= 0)
 		close(x.rtfd);
+	if (x.forkfd >= 0)
+		close(x.forkfd);
 	if (o->exec_argv) {
 		if (!x.exited) { /* tierbal failed before the program ended: wait for it all the same */
 			while (waitpid(x.child, &x.status, 0) < 0 && errno == EINTR)

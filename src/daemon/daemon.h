@@ -32,6 +32,8 @@ struct tb_run_opts {
 	const char *exec_log; /* where the daemon's messages go (NULL: nowhere, unless verbose) */
 	bool exec_verbose;    /* messages on standard error */
 	unsigned exec_window_pages; /* pages opened by one fault (0: the default) */
+	bool exec_no_reads;   /* write-protect only, never park */
+	unsigned exec_park_mb; /* each process's park area (0: the default) */
 	bool exec_stats;      /* the counters when the program has exited: */
 	const char *exec_stats_file; /* into this file, or (NULL) on standard error */
 };

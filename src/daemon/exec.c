@@ -96,18 +96,20 @@ bool tb_exec_is_static(const char *prog)
 	return elf && !interp; /* scripts go through an interpreter that is dynamic, as a rule */
 }
 
-int tb_exec_listen(char *name, size_t len, char *err, size_t elen)
+int tb_exec_listen_at(const char *name, char *err, size_t elen)
 {
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(err, elen, "runtime socket: %s", strerror(errno));
 		return -errno;
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, len, "@tierbal-exec-%d-%lx", (int)getpid(), (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20)));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t nl = strlen(name);
+	if (nl >= sizeof(sa.sun_path)) {
+		close(fd);
+		snprintf(err, elen, "runtime socket %s: name too long", name);
+		return -ENAMETOOLONG;
+	}
 	memcpy(sa.sun_path, name, nl);
 	sa.sun_path[0] = '\0';
 	if (bind(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + nl)) ||
@@ -118,6 +120,14 @@ int tb_exec_listen(char *name, size_t len, char *err, size_t elen)
 		return e;
 	}
 	return fd;
+}
+
+int tb_exec_listen(char *name, size_t len, char *err, size_t elen)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, len, "@tierbal-exec-%d-%lx", (int)getpid(), (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20)));
+	return tb_exec_listen_at(name, err, elen);
 }
 
 /* LD_PRELOAD takes colon- or space-separated names: ours goes first */
@@ -137,8 +147,8 @@ static void set_preload(const char *rtlib)
 	free(v);
 }
 
-int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, const sigset_t *mask, pid_t *pid,
-		  char *err, size_t len)
+int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, unsigned park_mb, const sigset_t *mask,
+		  pid_t *pid, char *err, size_t len)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC)) {
@@ -160,6 +170,13 @@ int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, c
 		if (rtlib)
 			set_preload(rtlib);
 		setenv(TB_RT_ENV_SOCKET, sockname, 1);
+		if (park_mb) {
+			char v[16];
+			snprintf(v, sizeof(v), "%u", park_mb);
+			setenv(TB_RT_ENV_PARK, v, 1);
+		} else {
+			unsetenv(TB_RT_ENV_PARK);
+		}
 		execvp(argv[0], argv);
 		int e = errno;
 		ssize_t w = write(p[1], &e, sizeof(e));
@@ -181,10 +198,11 @@ int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, c
 	return 0;
 }
 
-int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *rt_err)
+int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *chan, struct tb_rt_hello *hello)
 {
 	*uffd = -1;
-	*rt_err = 0;
+	*chan = -1;
+	memset(hello, 0, sizeof(*hello));
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
 		return -errno;
@@ -204,15 +222,18 @@ int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *rt_err)
 	ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
 		rc = -errno;
-	else if (n != (ssize_t)sizeof(h) || h.magic != TB_RT_MAGIC || h.version != TB_RT_VERSION)
+	else if (n != (ssize_t)sizeof(h) || h.magic != TB_RT_MAGIC || h.version != TB_RT_VERSION || h.type != TB_RT_HELLO)
 		rc = -EPROTO;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
 		if (n > 0 && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(uffd, CMSG_DATA(cm), sizeof(int));
-	close(c);
 	/* a hello says either "here is my userfaultfd" or why there is none */
 	if (!rc && (h.err ? *uffd >= 0 : *uffd < 0))
 		rc = -EPROTO;
+	if (!rc && *uffd >= 0 && h.park_addr)
+		*chan = c; /* the runtime's mover listens on it */
+	else
+		close(c);
 	if (rc) {
 		if (*uffd >= 0)
 			close(*uffd);
@@ -220,7 +241,7 @@ int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *rt_err)
 		return rc;
 	}
 	*pid = cr.pid;
-	*rt_err = h.err;
+	*hello = h;
 	return 0;
 }
 

@@ -236,8 +236,8 @@ static const struct tb_platform_ops live_platform = {
 	.table_free = live_table_free,
 };
 
-/* The scanner armed these pages: write-protect them, in runs of adjacent
- * pages of one process (one ioctl per run). */
+/* The scanner armed these pages: park or write-protect them, in runs of
+ * adjacent pages of one process. */
 static int live_arm(void *ctx, const uint32_t *pages, size_t n)
 {
 	struct tb_live *l = ctx;
@@ -251,7 +251,7 @@ static int live_arm(void *ctx, const uint32_t *pages, size_t n)
 			j++;
 		struct tb_target *t = owner < l->nr_t ? l->t[owner] : NULL;
 		if (t && !t->dead && tb_uffd_has(l->uffd, t->pid))
-			tb_uffd_protect(l->uffd, t->pid, a, (j - i) << TB_PAGE_SHIFT);
+			tb_uffd_arm(l->uffd, t->pid, a, (j - i) << TB_PAGE_SHIFT, live_now(l));
 		i = j;
 	}
 	return 0;
@@ -585,10 +585,13 @@ static bool in_list(const pid_t *v, size_t n, pid_t p)
 static void forget_gone(struct tb_live *l);
 static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n);
 
-int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t len)
+int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
+			size_t area_len, char *err, size_t len)
 {
 	if (!l->uffd) {
 		close(fd);
+		if (chan >= 0)
+			close(chan);
 		snprintf(err, len, "pid %d: no userfaultfd hint faults in this daemon", (int)pid);
 		return -EINVAL;
 	}
@@ -598,16 +601,28 @@ int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, char *err, size_t 
 	int rc = tb_live_add(l, pid, false, err, len);
 	if (rc && rc != -EEXIST) {
 		close(fd);
+		if (chan >= 0)
+			close(chan);
 		return rc;
 	}
-	rc = tb_uffd_attach(l->uffd, pid, fd);
+	rc = tb_uffd_attach(l->uffd, pid, fd, chan, park_addr, park_len, area_len);
 	if (rc) {
 		snprintf(err, len, "pid %d: cannot watch its userfaultfd: %s", (int)pid, strerror(-rc));
 		return rc;
 	}
-	for (size_t i = 0; i < l->nr_t; i++)
-		if (l->t[i] && l->t[i]->pid == pid && update_chunks(l, i))
+	uintptr_t pa;
+	size_t pl;
+	bool parks = tb_uffd_park_area(l->uffd, pid, &pa, &pl);
+	for (size_t i = 0; i < l->nr_t; i++) {
+		if (!l->t[i] || l->t[i]->pid != pid)
+			continue;
+		if (parks) {
+			l->t[i]->hide_start = pa;
+			l->t[i]->hide_end = pa + pl;
+		}
+		if (update_chunks(l, i))
 			l->c[TB_L_sample_errors]++; /* the next refresh tries again */
+	}
 	return 0;
 }
 
@@ -796,6 +811,7 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 {
 	size_t nq = 0, seen = 0;
 	bool uffd = l->uffd && tb_uffd_has(l->uffd, t->pid);
+	uint64_t parked[TB_CHUNK_PAGES / 64];
 	l->faults.n = l->fault_write.n = 0;
 	for (size_t c = 0; c < t->nr_chunks && !t->dead; c++) {
 		const struct tb_tchunk *ch = &t->chunks[c];
@@ -809,11 +825,17 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 			continue;
 		}
 		l->acc.ops->mark(l->acc.ctx, t->pid, ch->base, TB_CHUNK_PAGES, l->pm, l->accb);
+		/* read after the pagemap: a window put back in between is present in
+		 * neither view, but one parked in between cannot be (the scanner parks
+		 * in this thread) */
+		bool anyp = uffd && tb_uffd_parked(l->uffd, t->pid, ch->base, TB_CHUNK_PAGES, parked);
 		for (unsigned i = 0; i < TB_CHUNK_PAGES; i++) {
 			uint32_t id = tb_idmap_page(ch->chunk, i);
 			bool elig = ch->elig[i / 64] >> (i % 64) & 1;
 			bool present = elig && (l->pm[i] & TB_PM_PRESENT);
 			unsigned node = tb_engine_page_node(l->e, id);
+			if (anyp && elig && !present && node != TB_NO_NODE && (parked[i / 64] >> (i % 64) & 1))
+				continue; /* parked: armed, and away until its next access */
 			if (node == TB_NO_NODE) {
 				if (!present)
 					continue;
@@ -874,6 +896,8 @@ static void set_extents(struct tb_live *l)
 
 void tb_live_sample(struct tb_live *l)
 {
+	if (l->uffd) /* a page accessed later than twice the hot threshold after its scan is cold anyway */
+		tb_uffd_expire(l->uffd, live_now(l));
 	tb_live_hint_faults(l); /* faults already resolved must not look like lost protections below */
 	set_extents(l);
 	if (l->acc.ops->round_begin(l->acc.ctx))
@@ -984,6 +1008,18 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		tb_uffd_stats(l->uffd, &us);
 		EMIT("uffd_processes %llu\n", (unsigned long long)us.processes);
 		EMIT("uffd_faults_resolved %llu\n", (unsigned long long)us.faults);
+		EMIT("uffd_faults_read %llu\n", (unsigned long long)us.faults_read);
+		EMIT("uffd_first_touch_fills %llu\n", (unsigned long long)us.fills);
+		EMIT("park_processes %llu\n", (unsigned long long)us.parking);
+		EMIT("park_windows %llu\n", (unsigned long long)us.park.windows);
+		EMIT("park_fallbacks %llu\n", (unsigned long long)us.park.fallbacks);
+		EMIT("park_restored %llu\n", (unsigned long long)us.park.restored);
+		EMIT("park_expired %llu\n", (unsigned long long)us.park.expired);
+		EMIT("park_copied %llu\n", (unsigned long long)us.park.copied);
+		EMIT("park_junk_pages %llu\n", (unsigned long long)us.park.junk);
+		EMIT("park_lost_pages %llu\n", (unsigned long long)us.park.lost);
+		EMIT("park_forks_held %llu\n", (unsigned long long)us.forks_held);
+		EMIT("park_forks_unsafe %llu\n", (unsigned long long)us.forks_unsafe);
 		EMIT("uffd_resolve_errors %llu\n", (unsigned long long)us.resolve_errors);
 		EMIT("uffd_mappings_registered %llu\n", (unsigned long long)us.registered);
 		EMIT("uffd_register_errors %llu\n", (unsigned long long)us.register_errors);

@@ -153,6 +153,8 @@ int tb_target_stretches(struct tb_target *t, struct tb_tchunk **out, size_t *n, 
 	for (size_t i = 0; i < nv && !rc; i++) {
 		if (!tb_target_managed_vma(&v[i]))
 			continue;
+		if (v[i].start < t->hide_end && v[i].end > t->hide_start)
+			continue; /* the park area, and anything the kernel merged with it */
 		if (t->max_vma_bytes && v[i].end - v[i].start > t->max_vma_bytes) {
 			t->skipped_vmas++;
 			continue;

@@ -33,6 +33,7 @@ struct tb_target {
 	 * allocator arenas): left alone, so that its terabytes do not use up the page map (0: no limit) */
 	uint64_t max_vma_bytes;
 	unsigned skipped_vmas; /* how many the last read of the maps left alone */
+	uintptr_t hide_start, hide_end; /* not the program's memory: tierbal exec's park area */
 };
 
 /* Whether pid may be managed: not tierbal itself, not a kernel thread, one

@@ -1,7 +1,7 @@
+#define _GNU_SOURCE /* accept4, struct ucred */
 #include "uffd.h"
 
 #include <errno.h>
-#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +9,22 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rt_proto.h"
+#include "uffd_abi.h"
 
 #define MAX_PROCS 256
 #define QUEUE 65536 /* events; a power of two */
 #define PAGE 4096u
+#define EV_STOP UINT64_MAX
+#define EV_FORK (UINT64_MAX - 1)
+#define RETRY_NS 2000000ull /* how long one pass keeps trying what the kernel refuses while mappings change */
+#define HOLD_NS 10000000000ull /* a fork that never says it is done stops holding after this */
+#define MOVER_TIMEOUT_S 5      /* a mover this slow is stopped (SIGSTOP), or its process is going */
 
 struct range {
 	uintptr_t start, end;
@@ -26,6 +36,16 @@ struct proc {
 	uint32_t gen; /* tells a reused slot from the old one in epoll events */
 	struct range *reg;
 	size_t nr_reg;
+	bool parking, spoiled;
+	bool park_init;      /* p->park was set up (parking may have stopped since) */
+	bool stuck;          /* the mover did not answer in time: no new parking until it does */
+	int chan;            /* to the runtime's mover; -1: none */
+	uint32_t seq;
+	uintptr_t area, area_len; /* the whole park mapping: slots, the mover's record and stack */
+	uint64_t hold_until; /* a fork is under way: nothing is parked before this */
+	struct tb_park park;
+	struct uffd_msg *q; /* read, not handled yet: the kernel refused while mappings changed */
+	size_t nq, capq;
 };
 
 struct tb_uffd {
@@ -33,7 +53,9 @@ struct tb_uffd {
 	pthread_t thread;
 	bool running;
 	int epfd, stopfd, wakefd;
-	pthread_mutex_t lock; /* procs[].fd/gen/pid, the queue and the stats */
+	bool park; /* parking asked for and possible */
+	struct tb_uffd_park popt;
+	pthread_mutex_t lock; /* procs[], the queue and the stats */
 	struct proc procs[MAX_PROCS];
 	struct tb_uffd_event q[QUEUE];
 	size_t head, tail;
@@ -56,43 +78,246 @@ static void push(struct tb_uffd *u, const struct tb_uffd_event *ev)
 	u->q[u->tail++ % QUEUE] = *ev;
 }
 
-/* Reads what one userfaultfd has; lifts each faulting page's protection
- * first, so the program waits no longer than it must. Called locked. */
+/* One command to the process's mover (n entries), and its answer. A late
+ * answer to an earlier command is skipped: what that command did is
+ * covered, as the table assumes the worst (pages away) until a move back
+ * is answered. */
+static int mover_rpc(struct proc *p, uint32_t op, const struct tb_rt_move *e, size_t n, struct tb_rt_result *res)
+{
+	if (p->chan < 0)
+		return -ENOTCONN;
+	struct {
+		struct tb_rt_cmd h;
+		struct tb_rt_move e[TB_RT_MAX_MOVES];
+	} c;
+	c.h = (struct tb_rt_cmd){.op = op, .seq = ++p->seq, .count = (uint32_t)n};
+	memcpy(c.e, e, n * sizeof(*e));
+	size_t len = sizeof(c.h) + n * sizeof(*e);
+	if (send(p->chan, &c, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		int e = errno ? errno : EIO;
+		if (e == EPIPE || e == ECONNRESET) { /* gone, as below */
+			close(p->chan);
+			p->chan = -1;
+			p->parking = false;
+			return -ENOTCONN;
+		}
+		return -e;
+	}
+	struct {
+		struct tb_rt_reply h;
+		struct tb_rt_result e[TB_RT_MAX_MOVES];
+	} r;
+	for (;;) {
+		ssize_t got = recv(p->chan, &r, sizeof(r), 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			p->stuck = true;
+			return -ETIMEDOUT;
+		}
+		if (got < (ssize_t)sizeof(r.h)) {
+			/* the process exited or ran exec: its mover put every page back
+			 * before it went, or the pages went with the memory */
+			close(p->chan);
+			p->chan = -1;
+			p->parking = false;
+			return -ENOTCONN;
+		}
+		if (r.h.seq == c.h.seq && r.h.count == n && (size_t)got == sizeof(r.h) + n * sizeof(*res)) {
+			memcpy(res, r.e, n * sizeof(*res));
+			p->stuck = false;
+			return 0;
+		}
+	}
+}
+
+static int mover_move_many(void *ctx, struct tb_park_move *m, size_t n, uint64_t mode)
+{
+	struct tb_rt_move e[TB_RT_MAX_MOVES];
+	struct tb_rt_result r[TB_RT_MAX_MOVES];
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < TB_RT_MAX_MOVES ? n - done : TB_RT_MAX_MOVES;
+		for (size_t i = 0; i < k; i++)
+			e[i] = (struct tb_rt_move){.dst = m[done + i].dst, .src = m[done + i].src, .len = m[done + i].len,
+						   .mode = mode};
+		int rc = mover_rpc(ctx, TB_RT_CMD_MOVE, e, k, r);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++) {
+			m[done + i].rc = -r[i].err;
+			m[done + i].moved = r[i].moved;
+		}
+		done += k;
+	}
+	return 0;
+}
+
+static int mover_move(void *ctx, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *moved)
+{
+	struct tb_park_move m = {.dst = dst, .src = src, .len = len};
+	*moved = 0;
+	int rc = mover_move_many(ctx, &m, 1, mode);
+	if (rc)
+		return rc;
+	*moved = m.moved;
+	return m.rc;
+}
+
+static void mover_discard(void *ctx, uintptr_t addr, size_t len)
+{
+	struct tb_rt_move e = {.dst = addr, .len = len};
+	struct tb_rt_result r;
+	mover_rpc(ctx, TB_RT_CMD_DISCARD, &e, 1, &r);
+}
+
+static const struct tb_park_ops mover_ops = {.move = mover_move, .move_many = mover_move_many, .discard = mover_discard};
+
+static bool wake_range(int fd, uintptr_t a, size_t len)
+{
+	struct uffdio_range r = {a, len};
+	return ioctl(fd, UFFDIO_WAKE, &r) == 0;
+}
+
+static void queue_fault(struct tb_uffd *u, struct proc *p, uintptr_t w, unsigned pages, uint64_t t, bool write)
+{
+	u->st.faults++;
+	u->st.faults_read += !write;
+	struct tb_uffd_event ev = {.pid = p->pid, .addr = w, .pages = pages, .t_ns = t, .write = write};
+	push(u, &ev);
+}
+
+/* A write to a write-protected window: unprotect it (or the page alone at
+ * a mapping's edge). 0, or -EAGAIN while the program's mappings change. */
+static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued)
+{
+	uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
+	uint64_t t = now_ns();
+	struct uffdio_writeprotect wp = {.range = {w, (uint64_t)u->window * PAGE}, .mode = 0};
+	unsigned pages = u->window;
+	/* a window must lie in one mapping; at an edge, the page alone */
+	if (pages > 1 && ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp)) {
+		if (errno == EAGAIN)
+			return -EAGAIN;
+		wp.range = (struct uffdio_range){a, PAGE};
+		w = a;
+		pages = 1;
+	}
+	if (pages == 1 && ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp)) {
+		if (errno == EAGAIN)
+			return -EAGAIN;
+		u->st.resolve_errors++;
+		return 0;
+	}
+	queue_fault(u, p, w, pages, t, true);
+	*queued = true;
+	return 0;
+}
+
+/* An access to an absent page: a parked window comes back (a hint fault);
+ * anything else is a first touch, which gets the zero page the kernel would
+ * have given (a write then copies it, in the program, as usual). */
+static int missing_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool write, bool *queued)
+{
+	uint64_t t = now_ns();
+	int s = p->parking ? tb_park_find(&p->park, a) : -1;
+	if (s >= 0) {
+		uintptr_t w = p->park.slot[s].orig;
+		bool away = p->park.slot[s].parked >> ((a - w) / PAGE) & 1;
+		/* the moves wake whoever waits on the pages they bring back: the
+		 * program goes on before tierbal hears the mover's answer */
+		int rc = tb_park_restore(&p->park, (uint32_t)s, true);
+		if (rc)
+			return rc;
+		queue_fault(u, p, w, p->park.win, t, write);
+		*queued = true;
+		if (away)
+			return 0;
+		/* the faulting page was a hole of the window: a first touch after all */
+	}
+	uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
+	struct uffdio_zeropage z = {.range = {w, (uint64_t)u->window * PAGE}, .mode = 0};
+	if (u->window > 1 && ioctl(p->fd, UFFDIO_ZEROPAGE, &z) == 0) {
+		u->st.fills++;
+		return 0;
+	}
+	if (u->window > 1 && errno == EAGAIN && z.zeropage <= 0)
+		return -EAGAIN;
+	z = (struct uffdio_zeropage){.range = {a, PAGE}, .mode = 0};
+	if (ioctl(p->fd, UFFDIO_ZEROPAGE, &z) == 0) {
+		u->st.fills++;
+		return 0;
+	}
+	if (errno == EAGAIN)
+		return -EAGAIN;
+	/* EEXIST: it is there now; anything else (unmapped meanwhile): let it
+	 * fault again and meet what the kernel has to say */
+	wake_range(p->fd, a, PAGE);
+	return 0;
+}
+
+static int handle(struct tb_uffd *u, struct proc *p, const struct uffd_msg *m, bool *queued)
+{
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return p->parking ? tb_park_event(&p->park, m) : 0;
+	uintptr_t a = (uintptr_t)m->arg.pagefault.address & ~(uintptr_t)(PAGE - 1);
+	bool write = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
+		return wp_fault(u, p, a, queued);
+	return missing_fault(u, p, a, write, queued);
+}
+
+/* Reads what a userfaultfd has into the process's backlog; true if anything came. */
+static bool fill(struct proc *p)
+{
+	bool got = false;
+	for (;;) {
+		if (p->capq - p->nq < 64) {
+			size_t cap = p->capq ? p->capq * 2 : 128;
+			struct uffd_msg *q = realloc(p->q, cap * sizeof(*q));
+			if (!q)
+				return got;
+			p->q = q;
+			p->capq = cap;
+		}
+		ssize_t r = read(p->fd, p->q + p->nq, 64 * sizeof(*p->q));
+		if (r <= 0)
+			return got;
+		p->nq += (size_t)r / sizeof(*p->q);
+		got = true;
+	}
+}
+
+/* Handles a process's messages in order, each fault resolved at once so
+ * that the program waits no longer than it must. While the program changes
+ * its mappings the kernel refuses (EAGAIN) until tierbal has read the event
+ * that says so: read on, and try again, for a short while; what is left
+ * waits for the next pass (the fault thread comes back soon). Locked. */
 static void serve(struct tb_uffd *u, struct proc *p)
 {
-	struct uffd_msg m[64];
 	bool queued = false;
+	size_t done = 0;
+	uint64_t until = 0;
 	for (;;) {
-		ssize_t r = read(p->fd, m, sizeof(m));
-		if (r <= 0)
+		bool got = fill(p);
+		if (done == p->nq)
 			break;
-		for (size_t i = 0; i < (size_t)r / sizeof(m[0]); i++) {
-			if (m[i].event != UFFD_EVENT_PAGEFAULT)
-				continue;
-			uintptr_t a = (uintptr_t)m[i].arg.pagefault.address & ~(uintptr_t)(PAGE - 1);
-			uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
+		int rc = handle(u, p, &p->q[done], &queued);
+		if (rc == -EAGAIN) {
 			uint64_t t = now_ns();
-			struct uffdio_writeprotect wp = {.range = {w, (uint64_t)u->window * PAGE}, .mode = 0};
-			unsigned pages = u->window;
-			/* a window must lie in one mapping; at an edge, the page alone */
-			if (pages > 1 && ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp)) {
-				wp.range = (struct uffdio_range){a, PAGE};
-				w = a;
-				pages = 1;
+			if (!until)
+				until = t + RETRY_NS;
+			if (t > until)
+				break;
+			if (!got) {
+				struct timespec ts = {0, 20000};
+				nanosleep(&ts, NULL);
 			}
-			if (pages == 1 && ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp)) {
-				u->st.resolve_errors++;
-				continue;
-			}
-			u->st.faults++;
-			struct tb_uffd_event ev = {.pid = p->pid, .addr = w, .pages = pages, .t_ns = t,
-						   .write = (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0};
-			push(u, &ev);
-			queued = true;
+			continue;
 		}
-		if ((size_t)r < sizeof(m))
-			break;
+		done++;
 	}
+	memmove(p->q, p->q + done, (p->nq - done) * sizeof(*p->q));
+	p->nq -= done;
 	if (queued) {
 		uint64_t one = 1;
 		ssize_t w = write(u->wakefd, &one, sizeof(one));
@@ -100,32 +325,94 @@ static void serve(struct tb_uffd *u, struct proc *p)
 	}
 }
 
+static struct proc *find(const struct tb_uffd *u, pid_t pid);
+
+/* Puts back everything parked in p, reading its events meanwhile. 0 or -EAGAIN. */
+static int restore_all(struct tb_uffd *u, struct proc *p)
+{
+	uint64_t until = now_ns() + 100 * RETRY_NS;
+	int rc;
+	while ((rc = tb_park_restore_all(&p->park)) == -EAGAIN && now_ns() < until) {
+		serve(u, p);
+		struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
+	}
+	return rc;
+}
+
+/* A note from the runtime around a fork: before it, every parked page of
+ * the process goes back and parking stops; after it, parking goes on. */
+static void fork_note(struct tb_uffd *u)
+{
+	int c = accept4(u->popt.fork_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	struct timeval tv = {0, 200000}; /* the runtime sends right after connecting */
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct tb_rt_hello h;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (recv(c, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == TB_RT_MAGIC && h.version == TB_RT_VERSION &&
+	    !getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
+		struct proc *p = find(u, cr.pid);
+		if (p && p->parking && h.type == TB_RT_FORK) {
+			p->hold_until = now_ns() + HOLD_NS;
+			if (restore_all(u, p))
+				u->st.forks_unsafe++; /* the fork goes on: the child may read zeros where a page is away */
+			u->st.forks_held++;
+			char ack = 1;
+			ssize_t w = send(c, &ack, 1, MSG_NOSIGNAL);
+			(void)w; /* a runtime that went away does not need the answer */
+		} else if (p && h.type == TB_RT_FORK_DONE) {
+			p->hold_until = 0;
+		} else if (h.type == TB_RT_FORK) {
+			char ack = 1;
+			ssize_t w = send(c, &ack, 1, MSG_NOSIGNAL);
+			(void)w;
+		}
+	}
+	close(c);
+}
+
 static void *fault_thread(void *arg)
 {
 	struct tb_uffd *u = arg;
 	struct epoll_event ev[32];
+	bool backlog = false;
 	for (;;) {
-		int n = epoll_wait(u->epfd, ev, 32, -1);
+		/* with a backlog, come back soon even if nothing new comes */
+		int n = epoll_wait(u->epfd, ev, 32, backlog ? 1 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return NULL;
 		pthread_mutex_lock(&u->lock);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.u64 == UINT64_MAX) {
+			if (ev[i].data.u64 == EV_STOP) {
 				pthread_mutex_unlock(&u->lock);
 				return NULL;
+			}
+			if (ev[i].data.u64 == EV_FORK) {
+				fork_note(u);
+				continue;
 			}
 			uint32_t slot = (uint32_t)ev[i].data.u64, gen = (uint32_t)(ev[i].data.u64 >> 32);
 			struct proc *p = &u->procs[slot];
 			if (p->pid && p->gen == gen)
 				serve(u, p);
 		}
+		backlog = false;
+		for (size_t i = 0; i < MAX_PROCS; i++) {
+			struct proc *p = &u->procs[i];
+			if (p->pid && p->nq)
+				serve(u, p);
+			backlog |= p->pid && p->nq;
+		}
 		pthread_mutex_unlock(&u->lock);
 	}
 }
 
-int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, char *err, size_t len)
+int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, const struct tb_uffd_park *park, char *err, size_t len)
 {
 	*out = NULL;
 	if (!window_pages || window_pages > 512 || (window_pages & (window_pages - 1))) {
@@ -138,15 +425,27 @@ int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, char *err, size_t l
 		return -ENOMEM;
 	}
 	u->window = window_pages;
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		u->procs[i].chan = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	u->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	struct epoll_event se = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+	struct epoll_event se = {.events = EPOLLIN, .data.u64 = EV_STOP};
 	if (u->epfd < 0 || u->stopfd < 0 || u->wakefd < 0 || epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->stopfd, &se)) {
 		snprintf(err, len, "fault thread set-up (epoll, eventfd): %s", strerror(errno));
 		tb_uffd_free(u);
 		return -errno;
+	}
+	if (park && window_pages <= TB_PARK_MAX_WINDOW && park->max_slots) {
+		struct epoll_event fe = {.events = EPOLLIN, .data.u64 = EV_FORK};
+		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, park->fork_fd, &fe)) {
+			snprintf(err, len, "read faults: fork socket: %s", strerror(errno));
+			tb_uffd_free(u);
+			return -errno;
+		}
+		u->popt = *park;
+		u->park = true;
 	}
 	int rc = pthread_create(&u->thread, NULL, fault_thread, u);
 	if (rc) {
@@ -171,10 +470,26 @@ static void drop(struct tb_uffd *u, struct proc *p)
 {
 	pthread_mutex_lock(&u->lock);
 	epoll_ctl(u->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	if (p->park_init) {
+		u->st.park.windows += p->park.st.windows; /* its figures stay in the totals */
+		u->st.park.fallbacks += p->park.st.fallbacks;
+		u->st.park.restored += p->park.st.restored;
+		u->st.park.expired += p->park.st.expired;
+		u->st.park.copied += p->park.st.copied;
+		u->st.park.junk += p->park.st.junk;
+		u->st.park.lost += p->park.st.lost;
+		tb_park_fini(&p->park);
+	}
+	/* a process that goes on without tierbal (tierbal stops first): its
+	 * mover reads the end of the connection and puts back whatever is still
+	 * away; one that exited or ran exec has nothing left to put back */
+	if (p->chan >= 0)
+		close(p->chan);
 	close(p->fd);
 	free(p->reg);
+	free(p->q);
 	uint32_t gen = p->gen + 1;
-	*p = (struct proc){.gen = gen, .fd = -1};
+	*p = (struct proc){.gen = gen, .fd = -1, .chan = -1};
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -205,7 +520,8 @@ int tb_uffd_wake_fd(const struct tb_uffd *u)
 	return u->wakefd;
 }
 
-int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd)
+int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
+		   size_t area_len)
 {
 	struct proc *p = find(u, pid);
 	if (p)
@@ -213,12 +529,29 @@ int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd)
 	p = find(u, 0);
 	if (!p) {
 		close(fd);
+		if (chan >= 0)
+			close(chan);
 		return -ENOSPC;
 	}
 	pthread_mutex_lock(&u->lock);
 	p->pid = pid;
 	p->fd = fd;
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)p->gen << 32 | (uint64_t)(p - u->procs)};
+	p->chan = chan;
+	uint32_t idx = (uint32_t)(p - u->procs);
+	if (u->park && chan >= 0 && park_addr && park_len && area_len >= park_len) {
+		p->area = park_addr;
+		p->area_len = area_len; /* not the program's memory, parking or not */
+		struct timeval tv = {MOVER_TIMEOUT_S, 0};
+		setsockopt(chan, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		/* the slots are registered too: a move needs both ends registered */
+		struct uffdio_register r = {.range = {park_addr, park_len}, .mode = UFFDIO_REGISTER_MODE_WP};
+		if (!ioctl(fd, UFFDIO_REGISTER, &r) &&
+		    !tb_park_init(&p->park, fd, pid, &mover_ops, p, park_addr, park_len, u->window, u->popt.max_slots)) {
+			p->parking = p->park_init = true;
+			u->st.parking++;
+		}
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)p->gen << 32 | idx};
 	int rc = epoll_ctl(u->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 	if (!rc)
 		u->st.processes++;
@@ -226,6 +559,16 @@ int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd)
 	if (rc)
 		drop(u, p);
 	return rc;
+}
+
+bool tb_uffd_park_area(const struct tb_uffd *u, pid_t pid, uintptr_t *addr, size_t *len)
+{
+	const struct proc *p = pid > 0 ? find(u, pid) : NULL;
+	if (!p || !p->area_len)
+		return false;
+	*addr = p->area;
+	*len = p->area_len;
+	return true;
 }
 
 void tb_uffd_detach(struct tb_uffd *u, pid_t pid)
@@ -257,10 +600,11 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	if (!now)
 		return n;
 	size_t k = 0, failed = 0;
+	/* with parking, absent pages fault too: the parked ones, and first touches */
+	uint64_t mode = UFFDIO_REGISTER_MODE_WP | (p->parking ? UFFDIO_REGISTER_MODE_MISSING : 0);
 	for (size_t i = 0; i < n; i++) {
 		if (!known(p, &v[i])) {
-			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start},
-						    .mode = UFFDIO_REGISTER_MODE_WP};
+			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start}, .mode = mode};
 			/* EBUSY: the program uses a userfaultfd of its own there; leave it
 			 * alone, and do not ask again while the mapping stays as it is */
 			if (ioctl(p->fd, UFFDIO_REGISTER, &r)) {
@@ -283,19 +627,114 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	return failed;
 }
 
-int tb_uffd_protect(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len)
+static int protect(struct tb_uffd *u, struct proc *p, uintptr_t addr, size_t len)
+{
+	struct uffdio_writeprotect wp = {.range = {addr, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+	int rc = ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
+	u->st.protect_calls++;
+	if (!rc)
+		u->st.protected_pages += len / PAGE;
+	return rc;
+}
+
+/* Parks a batch planned by tb_park_plan, and write-protects what did not
+ * move. Locked. */
+static int park_batch(struct tb_uffd *u, struct proc *p, struct tb_park_move *m, size_t n)
+{
+	if (!n)
+		return 0;
+	int rc = mover_move_many(p, m, n, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE);
+	tb_park_settle(&p->park, m, n, rc);
+	if (rc == -ETIMEDOUT)
+		return 0;
+	int prc = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t moved = rc ? 0 : m[k].rc ? (size_t)(m[k].moved > 0 ? m[k].moved : 0) : m[k].len;
+		if (moved < m[k].len)
+			prc = protect(u, p, m[k].src + moved, m[k].len - moved);
+	}
+	return prc;
+}
+
+int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64_t now)
 {
 	struct proc *p = find(u, pid);
 	if (!p || pid <= 0)
 		return -ENOENT;
-	struct uffdio_writeprotect wp = {.range = {addr, len}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
-	int rc = ioctl(p->fd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
 	pthread_mutex_lock(&u->lock);
-	u->st.protect_calls++;
-	if (!rc)
-		u->st.protected_pages += len / PAGE;
+	bool park = p->parking && !p->spoiled && !p->stuck && now >= p->hold_until;
+	if (park && tb_park_spoiled(&p->park)) {
+		p->spoiled = true; /* the program discards parked memory too often: writes only from now on */
+		park = false;
+	}
+	uintptr_t span = (uintptr_t)u->window * PAGE, a = addr, end = addr + len;
+	int rc = 0;
+	struct tb_park_move m[TB_RT_MAX_MOVES];
+	size_t n = 0;
+	while (park && a < end) {
+		if (TB_RT_MAX_MOVES - n < u->window) { /* one window plans at most this many moves */
+			rc = park_batch(u, p, m, n);
+			n = 0;
+		}
+		uintptr_t stop = a - a % span + span < end ? a - a % span + span : end;
+		long got = tb_park_plan(&p->park, a, stop - a, now, m, &n);
+		if (got == -ENOSPC)
+			break; /* no slot left: the rest is write-protected */
+		if (got < 0)
+			got = 0;
+		if ((uintptr_t)got < stop - a)
+			rc = protect(u, p, a + (uintptr_t)got, stop - a - (uintptr_t)got);
+		a = stop;
+	}
+	int brc = park_batch(u, p, m, n);
+	rc = rc ? rc : brc;
+	if (a < end)
+		rc = protect(u, p, a, end - a);
 	pthread_mutex_unlock(&u->lock);
 	return rc;
+}
+
+bool tb_uffd_parked(struct tb_uffd *u, pid_t pid, uintptr_t start, unsigned npages, uint64_t *bits)
+{
+	struct proc *p = pid > 0 ? find(u, pid) : NULL;
+	if (!p || !p->parking)
+		return false;
+	pthread_mutex_lock(&u->lock);
+	bool any = p->park.nparked > 0;
+	if (any)
+		tb_park_mask(&p->park, start, npages, bits);
+	pthread_mutex_unlock(&u->lock);
+	return any;
+}
+
+struct expire_ctx {
+	struct tb_uffd *u;
+	struct proc *p;
+};
+
+/* A window back unaccessed stays armed, write-protected: as the kernel's
+ * scanned page, it faults on its next write until the next scan, however
+ * late (a read then goes unseen). */
+static void expired(void *ctx, uintptr_t addr, size_t len)
+{
+	struct expire_ctx *c = ctx;
+	protect(c->u, c->p, addr, len);
+}
+
+void tb_uffd_expire(struct tb_uffd *u, uint64_t now)
+{
+	if (!u->park || now < u->popt.park_ns)
+		return;
+	pthread_mutex_lock(&u->lock);
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		struct proc *p = &u->procs[i];
+		/* what the kernel refuses now (a mapping changing) goes back next time */
+		if (p->pid && p->parking) {
+			struct expire_ctx c = {u, p};
+			tb_park_expire(&p->park, now - u->popt.park_ns, expired, &c);
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
 }
 
 size_t tb_uffd_drain(struct tb_uffd *u, struct tb_uffd_event *ev, size_t max)
@@ -321,5 +760,17 @@ void tb_uffd_stats(const struct tb_uffd *u, struct tb_uffd_stats *st)
 {
 	pthread_mutex_lock((pthread_mutex_t *)&u->lock);
 	*st = u->st;
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		const struct proc *p = &u->procs[i];
+		if (!p->pid || !p->park_init)
+			continue;
+		st->park.windows += p->park.st.windows;
+		st->park.fallbacks += p->park.st.fallbacks;
+		st->park.restored += p->park.st.restored;
+		st->park.expired += p->park.st.expired;
+		st->park.copied += p->park.st.copied;
+		st->park.junk += p->park.st.junk;
+		st->park.lost += p->park.st.lost;
+	}
 	pthread_mutex_unlock((pthread_mutex_t *)&u->lock);
 }

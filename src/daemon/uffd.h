@@ -1,14 +1,18 @@
-/* Hint faults in user space: userfaultfd write protection on the pages the
- * engine's scanner arms, for the processes of `tierbal exec`.
+/* Hint faults in user space, for the processes of `tierbal exec`: the pages
+ * the engine's scanner arms are parked (park.h: the next read or write
+ * faults) where the kernel can move pages (6.8 and later) and the runtime
+ * mapped a park area, and write-protected otherwise (the next write faults).
  *
  * Each process hands over a userfaultfd of its own memory (libtierbal-rt.so).
- * The main thread registers the process's managed mappings and write-protects
- * scan windows; a fault thread reads the faults, lifts the protection of the
- * faulting page at once (the program waits only for that), and queues the
- * event with its time for the main thread, which feeds the engine. Writes by
- * the kernel on the program's behalf (read(2) into a protected buffer) wait
- * the same way instead of failing. Reads are not seen: a write-protected page
- * can still be read, which is what keeps this invisible to the program. */
+ * The main thread registers the process's managed mappings and arms scan
+ * windows; a fault thread reads the faults, puts back or unprotects the
+ * faulting window at once (the program waits only for that), and queues the
+ * event with its time for the main thread, which feeds the engine. The
+ * kernel's own accesses on the program's behalf (read(2) into an armed
+ * buffer) wait the same way instead of failing. The fault thread also reads
+ * the events that say the program unmapped, discarded or moved memory, and
+ * the runtime's notes around fork(): before one, every parked page goes back
+ * and nothing is parked in that process until the fork is done. */
 #ifndef TB_UFFD_H
 #define TB_UFFD_H
 
@@ -18,6 +22,7 @@
 #include <sys/types.h>
 
 #include "maps.h"
+#include "park.h"
 
 struct tb_uffd;
 
@@ -31,19 +36,34 @@ struct tb_uffd_event {
 
 struct tb_uffd_stats {
 	uint64_t processes;      /* userfaultfds taken over */
-	uint64_t faults;         /* write-protect faults resolved */
+	uint64_t faults;         /* hint faults resolved (write-protect or parked) */
+	uint64_t faults_read;    /* of those, reads (only parked windows can show them) */
+	uint64_t fills;          /* first touches of never-used pages given a zero page (parking only) */
 	uint64_t resolve_errors; /* lifting a protection failed (the process is going away) */
 	uint64_t registered;     /* mappings registered */
 	uint64_t register_errors;
 	uint64_t protect_calls;
 	uint64_t protected_pages;
 	uint64_t queue_dropped;  /* events lost because the main thread fell behind */
+	uint64_t parking;        /* processes whose windows are parked */
+	uint64_t forks_held;     /* forks before which every parked page went back */
+	uint64_t forks_unsafe;   /* forks before which some could not (should stay 0) */
+	struct tb_park_stats park;
+};
+
+/* Parking, for read faults. */
+struct tb_uffd_park {
+	int fork_fd;        /* the listening socket of the runtime's fork notes */
+	uint64_t park_ns;   /* a window parked this long unaccessed goes back */
+	uint32_t max_slots; /* per process */
 };
 
 /* Starts the fault thread. A fault lifts the protection of the whole
  * aligned window of window_pages (a power of two, 1 to 512) around it: one
- * round trip to tierbal per window instead of per page. */
-int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, char *err, size_t len);
+ * round trip to tierbal per window instead of per page. With park (NULL:
+ * writes only), windows of up to TB_PARK_MAX_WINDOW pages are parked where
+ * a process's runtime runs a mover. */
+int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, const struct tb_uffd_park *park, char *err, size_t len);
 /* Stops the thread and closes every userfaultfd: the kernel then drops the
  * registrations, and a process waiting on a fault goes on. */
 void tb_uffd_free(struct tb_uffd *u);
@@ -51,16 +71,27 @@ void tb_uffd_free(struct tb_uffd *u);
 /* Readable (poll) while events wait in the queue. */
 int tb_uffd_wake_fd(const struct tb_uffd *u);
 /* Takes over fd as pid's userfaultfd (closing an older one of the same pid,
- * from before an exec). */
-int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd);
+ * from before an exec), and chan, the connection to its runtime's mover (-1:
+ * none), with the park mapping the runtime made: slots [park_addr, +
+ * park_len) at the start of area_len bytes. */
+int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
+		   size_t area_len);
+/* pid's park mapping, which is not the program's memory: false if none. */
+bool tb_uffd_park_area(const struct tb_uffd *u, pid_t pid, uintptr_t *addr, size_t *len);
 void tb_uffd_detach(struct tb_uffd *u, pid_t pid);
 bool tb_uffd_has(const struct tb_uffd *u, pid_t pid);
 
 /* Registers those of the given mappings not registered yet (whole mappings,
  * so none is split). Returns how many failed. */
 size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t n);
-/* Write-protects [addr, addr + len). 0 or a negative errno. */
-int tb_uffd_protect(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len);
+/* Arms [addr, addr + len): parks what it can, write-protects the rest. 0
+ * or a negative errno. */
+int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64_t now_ns);
+/* Bit i of bits: page i of [start, start + npages pages) is parked (it looks
+ * absent in pagemap, but it is the program's). False: nothing parked there. */
+bool tb_uffd_parked(struct tb_uffd *u, pid_t pid, uintptr_t start, unsigned npages, uint64_t *bits);
+/* Puts back the windows parked longer than the park time, unaccessed. */
+void tb_uffd_expire(struct tb_uffd *u, uint64_t now_ns);
 /* Moves up to max queued events to ev; returns how many. */
 size_t tb_uffd_drain(struct tb_uffd *u, struct tb_uffd_event *ev, size_t max);
 void tb_uffd_stats(const struct tb_uffd *u, struct tb_uffd_stats *st);

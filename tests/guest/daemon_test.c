@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "mover.h"
+#include "uffd_abi.h"
 
 #define SOCK "/tmp/tierbal-test.sock"
 
@@ -489,6 +491,27 @@ static void test_cgroup(void)
 	rmdir(cg);
 }
 
+static long long stat_in(const char *text, const char *name)
+{
+	size_t nl = strlen(name);
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, name, nl) && l[nl] == ' ')
+			return atoll(l + nl + 1);
+	return -1;
+}
+
+/* whether this kernel moves pages for a userfaultfd (UFFDIO_MOVE, 6.8) */
+static bool kernel_moves_pages(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_MOVE};
+	bool ok = ioctl(fd, UFFDIO_API, &api) == 0;
+	close(fd);
+	return ok;
+}
+
 /* tierbal exec on a dynamic guest_hotcold: hint faults from userfaultfd promote
  * the hot set, cold pages are demoted, every page keeps its checksum. The hot set
  * (128 MiB) is larger than the room left on node 0 (100 MiB), so demotion is needed */
@@ -531,6 +554,17 @@ static void test_exec(void)
 	char *st = slurp("/tmp/exec.stats");
 	check(strstr(st, "uffd_processes 1\n") && strstr(st, "uffd_resolve_errors 0\n"),
 	      "the counters are written when the program exits");
+	if (kernel_moves_pages()) {
+		long long parked = stat_in(st, "park_windows"), lost = stat_in(st, "park_lost_pages");
+		check(stat_in(st, "park_processes") == 1 && parked > 0 && lost == 0,
+		      "windows parked, so that reads fault too: %lld windows, %lld pages not put back, %lld read faults",
+		      parked, lost, stat_in(st, "uffd_faults_read"));
+	} else {
+		char *log = slurp("/tmp/exec.log");
+		check(stat_in(st, "park_processes") == 0 && strstr(log, "no read faults, writes only") != NULL,
+		      "this kernel cannot move pages (UFFDIO_MOVE): the log says writes only");
+		free(log);
+	}
 	free(st);
 	check(access(SOCK, F_OK) != 0, "the control socket is removed");
 }

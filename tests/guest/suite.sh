@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs inside the guest (busybox sh): the live tests. usage: suite.sh LAYOUT [damon]
 # With "damon" (on a kernel that has DAMON's sysfs interface): the topology
-# tests and tierbal run with the DAMON sampler only.
+# tests, tierbal run with the DAMON sampler, and tierbal exec.
 layout=$1
 only=${2:-}
 pass=0
@@ -25,11 +25,15 @@ echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances r
 # 2. the mover: real move_pages between the nodes, placement, integrity, errors
 # 3. the soft-dirty sampler: exactly the written pages
 # 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run
-# 5. (damon) the DAMON sampler on a kernel that has it
+# 5. (damon) the DAMON sampler on a kernel that has it, and tierbal exec there too: a kernel
+#    that moves pages for a userfaultfd (6.8 and later), so reads fault too
 progs="guest_mover_test guest_softdirty_test guest_daemon_test"
-[ "$only" = damon ] && progs=guest_daemon_test
-for prog in $progs; do
-	out=$($prog $only)
+[ "$only" = damon ] && progs="guest_daemon_test:damon guest_daemon_test:exec"
+for run in $progs; do
+	prog=${run%%:*}
+	arg=$only
+	[ "$prog" != "$run" ] && arg=${run#*:}
+	out=$($prog $arg)
 	echo "$out"
 	line=$(echo "$out" | grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -n "$line" ]; then

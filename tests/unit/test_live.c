@@ -264,9 +264,11 @@ static struct fake *fake_start_exec(int *uffd)
 				h[i * 4096ul]++;
 	}
 	pid_t from;
-	int rt_err;
+	int chan;
+	struct tb_rt_hello h;
 	struct pollfd pf = {lfd, POLLIN, 0}; /* the socket does not block, as the daemon polls it */
-	int rc = poll(&pf, 1, 10000) == 1 ? tb_exec_accept(lfd, &from, uffd, &rt_err) : -ETIMEDOUT;
+	int rc = poll(&pf, 1, 10000) == 1 ? tb_exec_accept(lfd, &from, uffd, &chan, &h) : -ETIMEDOUT;
+	int rt_err = h.err;
 	close(lfd);
 	if (rc || *uffd < 0)
 		fail_msg("the runtime handed over no userfaultfd (%s; tierbal exec needs it: run the tests as root)",
@@ -554,11 +556,11 @@ static void test_exec_node_filling(void **state)
 	struct fake *f = fake_start_exec(&fd); /* before the fault thread: the child loads a library */
 	struct tb_uffd *u;
 	char err[512];
-	assert_int_equal(tb_uffd_new(&u, 4, err, sizeof(err)), 0);
+	assert_int_equal(tb_uffd_new(&u, 4, NULL, err, sizeof(err)), 0);
 	struct tb_access none; /* tierbal exec's sampler where the kernel offers none: the faults are all */
 	assert_int_equal(tb_access_none_open(&none, err, sizeof(err)), 0);
 	struct tb_live *l = live_start_sampler(f, none, u);
-	if (tb_live_attach_uffd(l, f->child, fd, err, sizeof(err)))
+	if (tb_live_attach_uffd(l, f->child, fd, -1, 0, 0, 0, err, sizeof(err)))
 		fail_msg("attach: %s", err);
 	const struct tb_engine *e = tb_live_engine(l);
 	struct tb_node_info ni;
