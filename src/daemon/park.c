@@ -346,7 +346,7 @@ long tb_park_window(struct tb_park *p, uintptr_t addr, size_t len, uint64_t now_
 	unsigned i = (unsigned)((addr - w) / PAGE), end = i + (unsigned)(len / PAGE);
 	while (i < end && (p->slot[s].parked >> i & 1))
 		i++;
-	return (long)(i * PAGE - (addr - w));
+	return (long)((uintptr_t)i * PAGE - (addr - w));
 }
 
 int tb_park_restore(struct tb_park *p, uint32_t s, bool wake)

@@ -134,7 +134,7 @@ static int mover_rpc(struct proc *p, uint32_t op, const struct tb_rt_move *e, si
 static int mover_move_many(void *ctx, struct tb_park_move *m, size_t n, uint64_t mode)
 {
 	struct tb_rt_move e[TB_RT_MAX_MOVES];
-	struct tb_rt_result r[TB_RT_MAX_MOVES];
+	struct tb_rt_result r[TB_RT_MAX_MOVES] = {{0}};
 	for (size_t done = 0; done < n;) {
 		size_t k = n - done < TB_RT_MAX_MOVES ? n - done : TB_RT_MAX_MOVES;
 		for (size_t i = 0; i < k; i++)

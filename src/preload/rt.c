@@ -381,9 +381,11 @@ static void hand_over(void)
 		/* the mover's descriptors far from the low numbers programs dup2 onto */
 		else if ((keep = fcntl(uffd, F_DUPFD_CLOEXEC, 100)) < 0 || (h.park_err = start_mover(keep, sock, want, name, &h)))
 			h.park_err = h.park_err ? h.park_err : errno;
-		if (h.park_err && keep >= 0) {
+		if (h.park_err && keep >= 0)
 			close(keep);
-			keep = -1;
+		if (h.park_err && uffd >= 0) { /* no mover: a plain one, whose events nobody has to read */
+			close(uffd);
+			uffd = -1;
 		}
 	}
 	if (uffd < 0)

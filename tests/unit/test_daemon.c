@@ -491,7 +491,7 @@ static bool present(int pm, uintptr_t a)
 	return e & TB_PM_PRESENT;
 }
 
-static void test_park(void **state)
+static void test_uffd_park(void **state)
 {
 	(void)state;
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
@@ -691,7 +691,7 @@ int main(void)
 		cmocka_unit_test(test_config),       cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_target_checks),
 		cmocka_unit_test(test_privileges),
 		cmocka_unit_test(test_cgroup_pids),  cmocka_unit_test(test_idmap),     cmocka_unit_test(test_stretches),
-		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd), cmocka_unit_test(test_park),
+		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd), cmocka_unit_test(test_uffd_park),
 		cmocka_unit_test(test_exec_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
