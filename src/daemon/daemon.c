@@ -442,7 +442,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	fprintf(stderr, "tierbal: sampler: %s\n", why);
 	struct tb_uffd *uffd = NULL;
 	struct tb_uffd_park park = {.fork_fd = x.forkfd, .max_slots = TB_EXEC_PARK_SLOTS,
-				    /* an access later than twice the hot threshold after the scan is cold anyway */
+				    /* then a window goes back write-protected: a later access would be cold anyway */
 				    .park_ns = 2ull * cfg.knobs.hot_threshold_ms * 1000000ull};
 	if (o->exec_argv && tb_uffd_new(&uffd, o->exec_window_pages ? o->exec_window_pages : TB_EXEC_WINDOW_PAGES,
 					x.forkfd >= 0 ? &park : NULL, err, sizeof(err)))
@@ -601,7 +601,7 @@ out:
 		close(lfd);
 		unlink(cfg.socket);
 	}
-	tb_live_free(l); /* parked pages back first, then the program's userfaultfds go */
+	tb_live_free(l); /* the movers see their channels close and put parked pages back */
 	if (x.rtfd >= 0)
 		close(x.rtfd);
 	if (x.forkfd >= 0)
