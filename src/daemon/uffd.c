@@ -466,18 +466,23 @@ static struct proc *find(const struct tb_uffd *u, pid_t pid)
 	return NULL;
 }
 
+static void add_park_stats(struct tb_park_stats *to, const struct tb_park_stats *from)
+{
+	to->windows += from->windows;
+	to->fallbacks += from->fallbacks;
+	to->restored += from->restored;
+	to->expired += from->expired;
+	to->copied += from->copied;
+	to->junk += from->junk;
+	to->lost += from->lost;
+}
+
 static void drop(struct tb_uffd *u, struct proc *p)
 {
 	pthread_mutex_lock(&u->lock);
 	epoll_ctl(u->epfd, EPOLL_CTL_DEL, p->fd, NULL);
 	if (p->park_init) {
-		u->st.park.windows += p->park.st.windows; /* its figures stay in the totals */
-		u->st.park.fallbacks += p->park.st.fallbacks;
-		u->st.park.restored += p->park.st.restored;
-		u->st.park.expired += p->park.st.expired;
-		u->st.park.copied += p->park.st.copied;
-		u->st.park.junk += p->park.st.junk;
-		u->st.park.lost += p->park.st.lost;
+		add_park_stats(&u->st.park, &p->park.st); /* its figures stay in the totals */
 		tb_park_fini(&p->park);
 	}
 	/* a process that goes on without tierbal (tierbal stops first): its
@@ -764,13 +769,7 @@ void tb_uffd_stats(const struct tb_uffd *u, struct tb_uffd_stats *st)
 		const struct proc *p = &u->procs[i];
 		if (!p->pid || !p->park_init)
 			continue;
-		st->park.windows += p->park.st.windows;
-		st->park.fallbacks += p->park.st.fallbacks;
-		st->park.restored += p->park.st.restored;
-		st->park.expired += p->park.st.expired;
-		st->park.copied += p->park.st.copied;
-		st->park.junk += p->park.st.junk;
-		st->park.lost += p->park.st.lost;
+		add_park_stats(&st->park, &p->park.st);
 	}
 	pthread_mutex_unlock((pthread_mutex_t *)&u->lock);
 }
