@@ -297,8 +297,10 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 			x->park_warned = true; /* every process of the program meets the same kernel */
 		}
 		char msg[512];
-		if (tb_live_attach_uffd(l, pid, uffd, chan, (uintptr_t)h.park_addr, (size_t)h.park_len, (size_t)h.area_len,
-					msg, sizeof(msg)))
+		struct tb_uffd_rt rt = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
+					.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
+					.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
+		if (tb_live_attach_uffd(l, pid, uffd, &rt, msg, sizeof(msg)))
 			fprintf(stderr, "tierbal exec: %s\n", msg);
 	}
 }

@@ -585,9 +585,9 @@ static bool in_list(const pid_t *v, size_t n, pid_t p)
 static void forget_gone(struct tb_live *l);
 static void feed_faults(struct tb_live *l, const struct tb_uffd_event *ev, size_t n);
 
-int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
-			size_t area_len, char *err, size_t len)
+int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, const struct tb_uffd_rt *rt, char *err, size_t len)
 {
+	int chan = rt ? rt->chan : -1;
 	if (!l->uffd) {
 		close(fd);
 		if (chan >= 0)
@@ -605,7 +605,7 @@ int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, int chan, uintptr_
 			close(chan);
 		return rc;
 	}
-	rc = tb_uffd_attach(l->uffd, pid, fd, chan, park_addr, park_len, area_len);
+	rc = tb_uffd_attach(l->uffd, pid, fd, rt);
 	if (rc) {
 		snprintf(err, len, "pid %d: cannot watch its userfaultfd: %s", (int)pid, strerror(-rc));
 		return rc;
@@ -1024,6 +1024,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		EMIT("uffd_mappings_registered %llu\n", (unsigned long long)us.registered);
 		EMIT("uffd_register_errors %llu\n", (unsigned long long)us.register_errors);
 		EMIT("uffd_protected_pages %llu\n", (unsigned long long)us.protected_pages);
+		EMIT("uffd_arm_skipped %llu\n", (unsigned long long)us.arm_skipped);
 		EMIT("uffd_queue_dropped %llu\n", (unsigned long long)us.queue_dropped);
 	}
 	EMIT("sampler %s\n", l->acc.ops->name);

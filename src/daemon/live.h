@@ -60,11 +60,9 @@ void tb_live_set_mem_ops(struct tb_live *l, const struct tb_live_mem_ops *ops, v
  * with the reason in err (no such process, no permission, kernel thread, ...). */
 int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_t len);
 /* tierbal exec: pid handed over its userfaultfd (after start, exec or
- * fork), and with a park mapping (0: none) the connection to its mover
- * (see tb_uffd_attach). Manages pid if it is not yet, and registers its
- * mappings. */
-int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
-			size_t area_len, char *err, size_t len);
+ * fork), and what its runtime said of itself (NULL: nothing; see tb_uffd_attach). Manages pid if it
+ * is not yet, and registers its mappings. */
+int tb_live_attach_uffd(struct tb_live *l, pid_t pid, int fd, const struct tb_uffd_rt *rt, char *err, size_t len);
 /* Feeds the engine the write faults the userfaultfds reported, at most
  * TB_LIVE_FAULTS_PER_CALL of them (the wake-up fd stays readable while more
  * wait); their promotions move in batches, then the nodes' real free memory

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* process_vm_readv */
 #include "park.h"
 
 #include <errno.h>
@@ -7,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "softdirty.h"
@@ -45,7 +43,7 @@ int tb_park_init(struct tb_park *p, int fd, pid_t pid, const struct tb_park_ops 
 	p->pid = pid;
 	p->ops = ops;
 	p->ctx = ctx;
-	p->pagemap_fd = -1;
+	p->pagemap_fd = p->mem_fd = -1;
 	if (!win || win > TB_PARK_MAX_WINDOW || base % PAGE)
 		return -EINVAL;
 	p->nslots = tb_park_slots_for(len, win, max_slots);
@@ -70,6 +68,8 @@ int tb_park_init(struct tb_park *p, int fd, pid_t pid, const struct tb_park_ops 
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
 	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -80,9 +80,11 @@ void tb_park_fini(struct tb_park *p)
 	free(p->slot);
 	if (p->pagemap_fd >= 0)
 		close(p->pagemap_fd);
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
 	p->free = p->hash = NULL;
 	p->slot = NULL;
-	p->pagemap_fd = -1;
+	p->pagemap_fd = p->mem_fd = -1;
 }
 
 static uintptr_t window_of(const struct tb_park *p, uintptr_t a)
@@ -175,28 +177,35 @@ static void junk(struct tb_park *p, uint32_t s, uint64_t mask)
 }
 
 /* Where a move is refused (the program mlocked or mprotected the window
- * meanwhile, or the page is shared): copy the slot's pages there instead.
- * Returns the pages that could not be copied, or -EAGAIN. */
-static long copy_pages(int fd, pid_t pid, int pagemap_fd, uintptr_t dst, uintptr_t src, unsigned n, bool wake)
+ * meanwhile, or the page is shared) or the mover is gone (exec): copy the
+ * slot's pages there instead. The slot is read through /proc/PID/mem, opened
+ * at the start, since process_vm_readv waits for an exec to finish and the
+ * exec may be waiting for this page. Returns the pages that could not be
+ * copied, or -EAGAIN; none is lost where the memory itself is gone. */
+static long copy_pages(const struct tb_park *p, uintptr_t dst, uintptr_t src, unsigned n, bool wake)
 {
 	uint64_t pm[TB_PARK_MAX_WINDOW];
-	if (pagemap_fd < 0 || n > TB_PARK_MAX_WINDOW || tb_pagemap_read(pagemap_fd, src, n, pm))
+	if (p->pagemap_fd < 0 || p->mem_fd < 0 || n > TB_PARK_MAX_WINDOW || tb_pagemap_read(p->pagemap_fd, src, n, pm))
 		return n;
 	long lost = 0;
 	static __thread char buf[PAGE];
 	for (unsigned i = 0; i < n; i++) {
 		if (!(pm[i] & (TB_PM_PRESENT | TB_PM_SWAPPED)))
 			continue; /* a hole: nothing was there */
-		struct iovec l = {buf, PAGE}, r = {(void *)(src + (uintptr_t)i * PAGE), PAGE};
-		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)PAGE) {
+		ssize_t got = pread(p->mem_fd, buf, PAGE, (off_t)(src + (uintptr_t)i * PAGE));
+		if (got == 0)
+			return lost; /* the memory is gone (the process exited): nothing to put back */
+		if (got != (ssize_t)PAGE) {
 			lost++;
 			continue;
 		}
 		struct uffdio_copy c = {.dst = dst + (uintptr_t)i * PAGE, .src = (uintptr_t)buf, .len = PAGE,
 					.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE};
-		if (ioctl(fd, UFFDIO_COPY, &c)) {
+		if (ioctl(p->fd, UFFDIO_COPY, &c)) {
 			if (errno == EAGAIN && c.copy <= 0)
 				return -EAGAIN;
+			if (errno == ESRCH)
+				return lost; /* the memory is gone */
 			if (c.copy <= 0)
 				lost++; /* EEXIST: something is there already, and it stays */
 		}
@@ -221,8 +230,7 @@ static int put_run(struct tb_park *p, uint32_t s, unsigned i0, unsigned n, uintp
 	}
 	if (rc == -ETIMEDOUT)
 		return -EAGAIN; /* asked again later: a second move back of what is back moves nothing */
-	long lost = copy_pages(p->fd, p->pid, p->pagemap_fd, dst + (uintptr_t)k * PAGE, src + (uintptr_t)k * PAGE,
-			       n - k, wake);
+	long lost = copy_pages(p, dst + (uintptr_t)k * PAGE, src + (uintptr_t)k * PAGE, n - k, wake);
 	if (lost == -EAGAIN)
 		return -EAGAIN;
 	uint64_t m = pages_mask(i0 + k, n - k);

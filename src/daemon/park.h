@@ -67,6 +67,7 @@ struct tb_park {
 	const struct tb_park_ops *ops;
 	void *ctx;
 	int pagemap_fd; /* for the copy fallback: which slot pages exist */
+	int mem_fd;     /* and what they hold */
 	uintptr_t base;
 	unsigned win; /* pages per window and per slot */
 	uint32_t nslots, nfree, nparked, junk_slots;

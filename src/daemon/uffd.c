@@ -9,8 +9,11 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,25 +27,51 @@
 #define EV_FORK (UINT64_MAX - 1)
 #define RETRY_NS 2000000ull /* how long one pass keeps trying what the kernel refuses while mappings change */
 #define HOLD_NS 10000000000ull /* a fork that never says it is done stops holding after this */
-#define MOVER_TIMEOUT_S 5      /* a mover this slow is stopped (SIGSTOP), or its process is going */
+#define MOVER_TIMEOUT_MS 5000 /* a mover this slow is stopped (SIGSTOP), or its process is going */
+#define MOVER_CHECK_MS 20     /* how often a wait for the mover checks that its thread still exists */
 
+/* A mapping as the last registration left it: ours, or one tierbal may not
+ * register (the program's own userfaultfd is there). */
 struct range {
 	uintptr_t start, end;
+	bool ours;
 };
+
+/* A range the program discarded (MADV_DONTNEED and friends), and when
+ * tierbal read that: the kernel clears the range only after the event is
+ * read, so a page parked from it meanwhile would escape the clearing and
+ * come back later with its old content. Such ranges are not parked for
+ * REMOVE_HOLD_NS. */
+struct removed {
+	uintptr_t start, end;
+	uint64_t t_ns;
+};
+#define REMOVED 16
+#define REMOVE_HOLD_NS 1000000000ull
 
 struct proc {
 	pid_t pid; /* 0: free slot */
 	int fd;
 	uint32_t gen; /* tells a reused slot from the old one in epoll events */
-	struct range *reg;
+	struct range *reg; /* by address; an unmap or move forgets what it touches until the next sync */
 	size_t nr_reg;
 	bool parking, spoiled;
 	bool park_init;      /* p->park was set up (parking may have stopped since) */
 	bool stuck;          /* the mover did not answer in time: no new parking until it does */
+	bool mover_gone;     /* its thread ended, its process did not (exec): parked pages come back by copy */
 	int chan;            /* to the runtime's mover; -1: none */
+	pid_t mover_tid;     /* its thread; 0: unknown */
 	uint32_t seq;
-	uintptr_t area, area_len; /* the whole park mapping: slots, the mover's record and stack */
+	uintptr_t area, area_len; /* the runtime's own mapping: slots, keep table, the mover's record and stack */
+	int mem_fd;               /* /proc/PID/mem, for the keep table; -1: none */
+	uintptr_t keep_addr;
+	uint64_t keep_gen;
+	uint64_t *keep; /* the pages of the keep table, sorted; TB_RT_KEEP_PAGES from each */
+	size_t nkeep;
 	uint64_t hold_until; /* a fork is under way: nothing is parked before this */
+	struct removed removed[REMOVED]; /* the latest discards, a ring */
+	unsigned nremoved;
+	uint64_t removed_all_until; /* the ring overflowed: nothing is parked before this */
 	struct tb_park park;
 	struct uffd_msg *q; /* read, not handled yet: the kernel refused while mappings changed */
 	size_t nq, capq;
@@ -78,6 +107,28 @@ static void push(struct tb_uffd *u, const struct tb_uffd_event *ev)
 	u->q[u->tail++ % QUEUE] = *ev;
 }
 
+/* Waits a little for the mover's answer. -ESRCH: the mover's thread is gone
+ * while its process goes on, which happens in exec: the kernel ends the
+ * other threads first, then may still read the old memory (the robust futex
+ * list) and wait on a parked page that only a copy can bring back now.
+ * -ETIMEDOUT after MOVER_TIMEOUT_MS. */
+static int mover_wait(struct proc *p, int *waited)
+{
+	struct pollfd pf = {.fd = p->chan, .events = POLLIN};
+	if (poll(&pf, 1, MOVER_CHECK_MS) > 0)
+		return 0;
+	*waited += MOVER_CHECK_MS;
+	if (p->mover_tid > 0 && syscall(SYS_tgkill, p->pid, p->mover_tid, 0) && errno == ESRCH) {
+		p->mover_gone = true;
+		p->parking = false;
+		return -ESRCH;
+	}
+	if (*waited < MOVER_TIMEOUT_MS)
+		return 0;
+	p->stuck = true;
+	return -ETIMEDOUT;
+}
+
 /* One command to the process's mover (n entries), and its answer. A late
  * answer to an earlier command is skipped: what that command did is
  * covered, as the table assumes the worst (pages away) until a move back
@@ -86,6 +137,8 @@ static int mover_rpc(struct proc *p, uint32_t op, const struct tb_rt_move *e, si
 {
 	if (p->chan < 0)
 		return -ENOTCONN;
+	if (p->mover_gone)
+		return -ESRCH;
 	struct {
 		struct tb_rt_cmd h;
 		struct tb_rt_move e[TB_RT_MAX_MOVES];
@@ -107,13 +160,15 @@ static int mover_rpc(struct proc *p, uint32_t op, const struct tb_rt_move *e, si
 		struct tb_rt_reply h;
 		struct tb_rt_result e[TB_RT_MAX_MOVES];
 	} r;
-	for (;;) {
-		ssize_t got = recv(p->chan, &r, sizeof(r), 0);
+	for (int waited = 0;;) {
+		ssize_t got = recv(p->chan, &r, sizeof(r), MSG_DONTWAIT);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			p->stuck = true;
-			return -ETIMEDOUT;
+			int rc = mover_wait(p, &waited);
+			if (rc)
+				return rc;
+			continue;
 		}
 		if (got < (ssize_t)sizeof(r.h)) {
 			/* the process exited or ran exec: its mover put every page back
@@ -219,7 +274,7 @@ static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued
 static int missing_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool write, bool *queued)
 {
 	uint64_t t = now_ns();
-	int s = p->parking ? tb_park_find(&p->park, a) : -1;
+	int s = p->park_init ? tb_park_find(&p->park, a) : -1; /* parking may have stopped with pages away */
 	if (s >= 0) {
 		uintptr_t w = p->park.slot[s].orig;
 		bool away = p->park.slot[s].parked >> ((a - w) / PAGE) & 1;
@@ -255,10 +310,25 @@ static int missing_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool wr
 	return 0;
 }
 
+/* The program unmapped [start, end) or moved it away: whatever is mapped
+ * there next is not registered until a sync says so. Locked. */
+static void forget_reg(struct proc *p, uintptr_t start, uintptr_t end)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->nr_reg; i++)
+		if (p->reg[i].end <= start || p->reg[i].start >= end)
+			p->reg[k++] = p->reg[i];
+	p->nr_reg = k;
+}
+
 static int handle(struct tb_uffd *u, struct proc *p, const struct uffd_msg *m, bool *queued)
 {
+	if (m->event == UFFD_EVENT_UNMAP)
+		forget_reg(p, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
+	else if (m->event == UFFD_EVENT_REMAP)
+		forget_reg(p, (uintptr_t)m->arg.remap.from, (uintptr_t)(m->arg.remap.from + m->arg.remap.len));
 	if (m->event != UFFD_EVENT_PAGEFAULT)
-		return p->parking ? tb_park_event(&p->park, m) : 0;
+		return p->park_init ? tb_park_event(&p->park, m) : 0;
 	uintptr_t a = (uintptr_t)m->arg.pagefault.address & ~(uintptr_t)(PAGE - 1);
 	bool write = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
 	if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)
@@ -287,37 +357,92 @@ static bool fill(struct proc *p)
 	}
 }
 
-/* Handles a process's messages in order, each fault resolved at once so
- * that the program waits no longer than it must. While the program changes
- * its mappings the kernel refuses (EAGAIN) until tierbal has read the event
- * that says so: read on, and try again, for a short while; what is left
- * waits for the next pass (the fault thread comes back soon). Locked. */
+static void note_remove(struct proc *p, const struct uffd_msg *m)
+{
+	if (m->event != UFFD_EVENT_REMOVE)
+		return;
+	uint64_t t = now_ns();
+	struct removed *r = &p->removed[p->nremoved++ % REMOVED];
+	if (r->t_ns + REMOVE_HOLD_NS > t) /* an entry still in force is overwritten: hold everything instead */
+		p->removed_all_until = r->t_ns + REMOVE_HOLD_NS;
+	*r = (struct removed){(uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end, t};
+}
+
+/* May [a, end) be parked now, as far as discards and unhandled mapping
+ * changes go? */
+static bool may_park(const struct proc *p, uintptr_t a, uintptr_t end, uint64_t now)
+{
+	if (now < p->removed_all_until)
+		return false;
+	for (unsigned i = 0; i < REMOVED; i++) {
+		const struct removed *r = &p->removed[i];
+		if (r->t_ns && r->t_ns + REMOVE_HOLD_NS > now && r->start < end && a < r->end)
+			return false;
+	}
+	return true;
+}
+
+static bool events_waiting(const struct proc *p)
+{
+	for (size_t i = 0; i < p->nq; i++)
+		if (p->q[i].event != UFFD_EVENT_PAGEFAULT)
+			return true;
+	return false;
+}
+
+/* Handles the messages of one kind in the backlog, in order, dropping those
+ * handled; stops at the first the kernel refuses for now. -EAGAIN then. */
+static int serve_kind(struct tb_uffd *u, struct proc *p, bool faults, bool *queued)
+{
+	size_t keep = 0, i = 0;
+	int rc = 0;
+	for (; i < p->nq; i++) {
+		const struct uffd_msg *m = &p->q[i];
+		if ((m->event == UFFD_EVENT_PAGEFAULT) != faults || rc) {
+			p->q[keep++] = *m;
+			continue;
+		}
+		if (!faults)
+			note_remove(p, m);
+		if (handle(u, p, m, queued) == -EAGAIN) {
+			p->q[keep++] = *m;
+			rc = -EAGAIN;
+		}
+	}
+	p->nq = keep;
+	return rc;
+}
+
+/* Handles a process's messages, each fault resolved at once so that the
+ * program waits no longer than it must. The kernel hands out waiting faults
+ * before events, whatever came first, so the events in the backlog (unmap,
+ * move, discard) are applied first: a fault read before the unmap that came
+ * before it must not bring back a page from the old mapping into a new one
+ * at that address. While the program changes its mappings the kernel
+ * refuses (EAGAIN) until tierbal has read the event that says so: read on,
+ * and try again, for a short while; what is left waits for the next pass
+ * (the fault thread comes back soon). Locked. */
 static void serve(struct tb_uffd *u, struct proc *p)
 {
 	bool queued = false;
-	size_t done = 0;
 	uint64_t until = 0;
 	for (;;) {
 		bool got = fill(p);
-		if (done == p->nq)
+		int rc = serve_kind(u, p, false, &queued);
+		if (!rc) /* no fault before every event ahead of it is applied */
+			rc = serve_kind(u, p, true, &queued);
+		if (!p->nq || rc != -EAGAIN)
 			break;
-		int rc = handle(u, p, &p->q[done], &queued);
-		if (rc == -EAGAIN) {
-			uint64_t t = now_ns();
-			if (!until)
-				until = t + RETRY_NS;
-			if (t > until)
-				break;
-			if (!got) {
-				struct timespec ts = {0, 20000};
-				nanosleep(&ts, NULL);
-			}
-			continue;
+		uint64_t t = now_ns();
+		if (!until)
+			until = t + RETRY_NS;
+		if (t > until)
+			break;
+		if (!got) {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
 		}
-		done++;
 	}
-	memmove(p->q, p->q + done, (p->nq - done) * sizeof(*p->q));
-	p->nq -= done;
 	if (queued) {
 		uint64_t one = 1;
 		ssize_t w = write(u->wakefd, &one, sizeof(one));
@@ -355,7 +480,7 @@ static void fork_note(struct tb_uffd *u)
 	if (recv(c, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == TB_RT_MAGIC && h.version == TB_RT_VERSION &&
 	    !getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
 		struct proc *p = find(u, cr.pid);
-		if (p && p->parking && h.type == TB_RT_FORK) {
+		if (p && p->park_init && h.type == TB_RT_FORK) {
 			p->hold_until = now_ns() + HOLD_NS;
 			if (restore_all(u, p))
 				u->st.forks_unsafe++; /* the fork goes on: the child may read zeros where a page is away */
@@ -426,7 +551,7 @@ int tb_uffd_new(struct tb_uffd **out, unsigned window_pages, const struct tb_uff
 	}
 	u->window = window_pages;
 	for (size_t i = 0; i < MAX_PROCS; i++)
-		u->procs[i].chan = -1;
+		u->procs[i].chan = u->procs[i].mem_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -491,10 +616,13 @@ static void drop(struct tb_uffd *u, struct proc *p)
 	if (p->chan >= 0)
 		close(p->chan);
 	close(p->fd);
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	free(p->keep);
 	free(p->reg);
 	free(p->q);
 	uint32_t gen = p->gen + 1;
-	*p = (struct proc){.gen = gen, .fd = -1, .chan = -1};
+	*p = (struct proc){.gen = gen, .fd = -1, .chan = -1, .mem_fd = -1};
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -525,9 +653,11 @@ int tb_uffd_wake_fd(const struct tb_uffd *u)
 	return u->wakefd;
 }
 
-int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
-		   size_t area_len)
+int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, const struct tb_uffd_rt *rt)
 {
+	int chan = rt ? rt->chan : -1;
+	uintptr_t park_addr = rt ? rt->park_addr : 0;
+	size_t park_len = rt ? rt->park_len : 0;
 	struct proc *p = find(u, pid);
 	if (p)
 		drop(u, p); /* an exec: the old memory is gone with its userfaultfd */
@@ -542,12 +672,20 @@ int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, int chan, uintptr_t par
 	p->pid = pid;
 	p->fd = fd;
 	p->chan = chan;
+	p->mover_tid = rt ? rt->tid : 0;
+	if (rt && rt->own_len) {
+		p->area = rt->own_addr;
+		p->area_len = rt->own_len; /* not the program's memory, parking or not */
+	}
+	if (rt && rt->keep_addr) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+		p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		p->keep_addr = rt->keep_addr;
+	}
 	uint32_t idx = (uint32_t)(p - u->procs);
-	if (u->park && chan >= 0 && park_addr && park_len && area_len >= park_len) {
-		p->area = park_addr;
-		p->area_len = area_len; /* not the program's memory, parking or not */
-		struct timeval tv = {MOVER_TIMEOUT_S, 0};
-		setsockopt(chan, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (u->park && chan >= 0 && park_addr && park_len && p->area <= park_addr &&
+	    park_addr + park_len <= p->area + p->area_len) {
 		/* the slots are registered too: a move needs both ends registered */
 		struct uffdio_register r = {.range = {park_addr, park_len}, .mode = UFFDIO_REGISTER_MODE_WP};
 		if (!ioctl(fd, UFFDIO_REGISTER, &r) &&
@@ -604,32 +742,55 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	struct range *now = calloc(n ? n : 1, sizeof(*now));
 	if (!now)
 		return n;
+	/* under the lock: an unmap the fault thread applies meanwhile must not
+	 * be overwritten by what the maps said before it */
+	pthread_mutex_lock(&u->lock);
 	size_t k = 0, failed = 0;
 	/* with parking, absent pages fault too: the parked ones, and first touches */
 	uint64_t mode = UFFDIO_REGISTER_MODE_WP | (p->parking ? UFFDIO_REGISTER_MODE_MISSING : 0);
 	for (size_t i = 0; i < n; i++) {
+		bool ours = true;
 		if (!known(p, &v[i])) {
 			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start}, .mode = mode};
 			/* EBUSY: the program uses a userfaultfd of its own there; leave it
 			 * alone, and do not ask again while the mapping stays as it is */
 			if (ioctl(p->fd, UFFDIO_REGISTER, &r)) {
 				failed++;
-				pthread_mutex_lock(&u->lock);
 				u->st.register_errors++;
-				pthread_mutex_unlock(&u->lock);
-				now[k++] = (struct range){v[i].start, v[i].end};
-				continue;
+				ours = false;
+			} else {
+				u->st.registered++;
 			}
-			pthread_mutex_lock(&u->lock);
-			u->st.registered++;
-			pthread_mutex_unlock(&u->lock);
+		} else {
+			for (size_t j = 0; j < p->nr_reg; j++)
+				if (p->reg[j].start == v[i].start && p->reg[j].end == v[i].end)
+					ours = p->reg[j].ours;
 		}
-		now[k++] = (struct range){v[i].start, v[i].end};
+		now[k++] = (struct range){v[i].start, v[i].end, ours};
 	}
 	free(p->reg);
 	p->reg = now;
 	p->nr_reg = k;
+	pthread_mutex_unlock(&u->lock);
 	return failed;
+}
+
+/* How much of [a, end) from a lies in one registered mapping of ours: the
+ * kernel moves a page out of a mapping that is not registered, and the
+ * program would then read a fresh zero page there. Locked. */
+static uintptr_t ours_from(const struct proc *p, uintptr_t a, uintptr_t end)
+{
+	size_t lo = 0, hi = p->nr_reg;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->reg[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == p->nr_reg || p->reg[lo].start > a || !p->reg[lo].ours)
+		return 0;
+	return (p->reg[lo].end < end ? p->reg[lo].end : end) - a;
 }
 
 static int protect(struct tb_uffd *u, struct proc *p, uintptr_t addr, size_t len)
@@ -661,18 +822,59 @@ static int park_batch(struct tb_uffd *u, struct proc *p, struct tb_park_move *m,
 	return prc;
 }
 
-int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64_t now)
+static int cmp_u64(const void *a, const void *b)
 {
-	struct proc *p = find(u, pid);
-	if (!p || pid <= 0)
-		return -ENOENT;
-	pthread_mutex_lock(&u->lock);
-	bool park = p->parking && !p->spoiled && !p->stuck && now >= p->hold_until;
-	if (park && tb_park_spoiled(&p->park)) {
-		p->spoiled = true; /* the program discards parked memory too often: writes only from now on */
-		park = false;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Reads the runtime's keep table again if it changed. A table that cannot
+ * be read keeps the last one. Locked. */
+static void refresh_keep(struct proc *p)
+{
+	uint64_t gen;
+	if (p->mem_fd < 0 || pread(p->mem_fd, &gen, sizeof(gen), (off_t)p->keep_addr) != sizeof(gen) ||
+	    gen == p->keep_gen)
+		return;
+	static uint64_t page[TB_RT_KEEP_MAX]; /* locked: one reader at a time */
+	if (pread(p->mem_fd, page, sizeof(page), (off_t)(p->keep_addr + offsetof(struct tb_rt_keep, page))) !=
+	    (ssize_t)sizeof(page))
+		return;
+	uint64_t *k = realloc(p->keep, sizeof(page));
+	if (!k)
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < TB_RT_KEEP_MAX; i++)
+		if (page[i])
+			k[n++] = page[i] & ~(uint64_t)(PAGE - 1);
+	qsort(k, n, sizeof(*k), cmp_u64);
+	p->keep = k;
+	p->nkeep = n;
+	p->keep_gen = gen;
+}
+
+/* Whether page a is a thread descriptor's (see struct tb_rt_keep), or how
+ * far from a the next one starts (up to end). Locked. */
+static uintptr_t keep_free_from(const struct proc *p, uintptr_t a, uintptr_t end)
+{
+	size_t lo = 0, hi = p->nkeep;
+	while (lo < hi) { /* the first entry whose pages end after a */
+		size_t mid = (lo + hi) / 2;
+		if (p->keep[mid] + (uint64_t)TB_RT_KEEP_PAGES * PAGE <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	uintptr_t span = (uintptr_t)u->window * PAGE, a = addr, end = addr + len;
+	if (lo == p->nkeep || p->keep[lo] >= end)
+		return end - a;
+	return p->keep[lo] <= a ? 0 : p->keep[lo] - a;
+}
+
+/* Parks (or write-protects) [addr, end), which lies in one registered
+ * mapping of ours. Locked. */
+static int arm_range(struct tb_uffd *u, struct proc *p, uintptr_t addr, uintptr_t end, bool park, uint64_t now)
+{
+	uintptr_t span = (uintptr_t)u->window * PAGE, a = addr;
 	int rc = 0;
 	struct tb_park_move m[TB_RT_MAX_MOVES];
 	size_t n = 0;
@@ -682,6 +884,11 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 			n = 0;
 		}
 		uintptr_t stop = a - a % span + span < end ? a - a % span + span : end;
+		if (!may_park(p, a, stop, now)) {
+			rc = protect(u, p, a, stop - a);
+			a = stop;
+			continue;
+		}
 		long got = tb_park_plan(&p->park, a, stop - a, now, m, &n);
 		if (got == -ENOSPC)
 			break; /* no slot left: the rest is write-protected */
@@ -695,6 +902,39 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 	rc = rc ? rc : brc;
 	if (a < end)
 		rc = protect(u, p, a, end - a);
+	return rc;
+}
+
+int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64_t now)
+{
+	struct proc *p = find(u, pid);
+	if (!p || pid <= 0)
+		return -ENOENT;
+	pthread_mutex_lock(&u->lock);
+	/* a mapping change read but not yet applied: its pages wait where they are */
+	bool park = p->parking && !p->spoiled && !p->stuck && now >= p->hold_until && !events_waiting(p);
+	if (park && tb_park_spoiled(&p->park)) {
+		p->spoiled = true; /* the program discards parked memory too often: writes only from now on */
+		park = false;
+	}
+	int rc = 0;
+	refresh_keep(p);
+	/* only what lies in mappings registered with this userfaultfd: the rest
+	 * (mapped since the last sync, or the program's own userfaultfd's) is
+	 * left alone, and so are the threads' descriptors */
+	for (uintptr_t a = addr, end = addr + len; a < end;) {
+		uintptr_t in = ours_from(p, a, end);
+		if (in)
+			in = keep_free_from(p, a, a + in);
+		if (!in) {
+			u->st.arm_skipped++;
+			a += PAGE;
+			continue;
+		}
+		int r = arm_range(u, p, a, a + in, park, now);
+		rc = rc ? rc : r;
+		a += in;
+	}
 	pthread_mutex_unlock(&u->lock);
 	return rc;
 }
@@ -702,7 +942,7 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 bool tb_uffd_parked(struct tb_uffd *u, pid_t pid, uintptr_t start, unsigned npages, uint64_t *bits)
 {
 	struct proc *p = pid > 0 ? find(u, pid) : NULL;
-	if (!p || !p->parking)
+	if (!p || !p->park_init)
 		return false;
 	pthread_mutex_lock(&u->lock);
 	bool any = p->park.nparked > 0;
@@ -734,7 +974,7 @@ void tb_uffd_expire(struct tb_uffd *u, uint64_t now)
 	for (size_t i = 0; i < MAX_PROCS; i++) {
 		struct proc *p = &u->procs[i];
 		/* what the kernel refuses now (a mapping changing) goes back next time */
-		if (p->pid && p->parking) {
+		if (p->pid && p->park_init) {
 			struct expire_ctx c = {u, p};
 			tb_park_expire(&p->park, now - u->popt.park_ns, expired, &c);
 		}

@@ -44,6 +44,7 @@ struct tb_uffd_stats {
 	uint64_t register_errors;
 	uint64_t protect_calls;
 	uint64_t protected_pages;
+	uint64_t arm_skipped;    /* pages the scanner chose in mappings not (or no longer) registered: left alone */
 	uint64_t queue_dropped;  /* events lost because the main thread fell behind */
 	uint64_t parking;        /* processes whose windows are parked */
 	uint64_t forks_held;     /* forks before which every parked page went back */
@@ -70,13 +71,24 @@ void tb_uffd_free(struct tb_uffd *u);
 
 /* Readable (poll) while events wait in the queue. */
 int tb_uffd_wake_fd(const struct tb_uffd *u);
+/* A process's runtime, as its hello describes it: the connection to its
+ * mover (-1: none) and the mover's thread, the park slots [park_addr, +
+ * park_len), the runtime's own mapping (never the program's memory), and
+ * its keep table (struct tb_rt_keep; 0: none). */
+struct tb_uffd_rt {
+	int chan;
+	pid_t tid;
+	uintptr_t park_addr;
+	size_t park_len;
+	uintptr_t own_addr;
+	size_t own_len;
+	uintptr_t keep_addr;
+};
+
 /* Takes over fd as pid's userfaultfd (closing an older one of the same pid,
- * from before an exec), and chan, the connection to its runtime's mover (-1:
- * none), with the park mapping the runtime made: slots [park_addr, +
- * park_len) at the start of area_len bytes. */
-int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, int chan, uintptr_t park_addr, size_t park_len,
-		   size_t area_len);
-/* pid's park mapping, which is not the program's memory: false if none. */
+ * from before an exec), and rt->chan (rt NULL: no runtime details). */
+int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, const struct tb_uffd_rt *rt);
+/* pid's runtime mapping, which is not the program's memory: false if none. */
 bool tb_uffd_park_area(const struct tb_uffd *u, pid_t pid, uintptr_t *addr, size_t *len);
 void tb_uffd_detach(struct tb_uffd *u, pid_t pid);
 bool tb_uffd_has(const struct tb_uffd *u, pid_t pid);

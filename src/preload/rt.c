@@ -22,6 +22,7 @@
  * It runs once at start (after every exec), around every fork(), and gives
  * up silently when anything fails, so the program runs as it would without
  * tierbal. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -50,7 +51,9 @@
 struct mover {
 	int lock;             /* the record: the mover, and a fork with tierbal gone */
 	int started;          /* the mover runs: the C library's thread start-up is behind it */
+	int forking;          /* forks under way in this process: no page may leave meanwhile (under lock) */
 	int uffd, sock;       /* -1 once the mover is done */
+	int tid;              /* the mover's thread id */
 	uintptr_t slots;
 	size_t npages;     /* slot pages */
 	size_t rest;       /* bytes from here to the end of the mapping: the head, the record, the stack */
@@ -59,6 +62,12 @@ struct mover {
 };
 
 static struct mover *mv; /* set before the mover starts; read by the fork handlers */
+static struct tb_rt_keep *keep; /* in the mover's mapping, or one of its own without a mover */
+static bool keep_alone;          /* keep is a mapping of its own */
+
+#define KEEP_BYTES ((sizeof(struct tb_rt_keep) + PAGE - 1) / PAGE * PAGE)
+
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 /* A spin lock that yields: pthread mutexes read C library globals. */
 static void lock(struct mover *m)
@@ -70,6 +79,74 @@ static void lock(struct mover *m)
 static void unlock(struct mover *m)
 {
 	__atomic_store_n(&m->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Notes the calling thread's descriptor in the keep table: an entry that is
+ * free, or whose thread is gone. */
+static void keep_self(void)
+{
+	struct tb_rt_keep *k = keep;
+	if (!k)
+		return;
+	uint64_t page = (uint64_t)(uintptr_t)pthread_self() & ~(uint64_t)(PAGE - 1);
+	int tid = (int)syscall(SYS_gettid), pid = (int)syscall(SYS_getpid);
+	while (__atomic_exchange_n(&k->lock, 1, __ATOMIC_ACQUIRE))
+		syscall(SYS_sched_yield);
+	int at = -1;
+	for (int i = 0; i < TB_RT_KEEP_MAX && at < 0; i++)
+		if (!k->page[i])
+			at = i;
+	for (int i = 0; i < TB_RT_KEEP_MAX && at < 0; i++)
+		if (syscall(SYS_tgkill, pid, k->tid[i], 0) && errno == ESRCH)
+			at = i;
+	if (at >= 0) {
+		k->tid[at] = tid;
+		__atomic_store_n(&k->page[at], page, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&k->gen, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&k->lock, 0, __ATOMIC_RELEASE);
+}
+
+static bool kept(const struct tb_rt_keep *k, uintptr_t a, size_t len)
+{
+	for (int i = 0; k && i < TB_RT_KEEP_MAX; i++) {
+		uint64_t p = __atomic_load_n(&k->page[i], __ATOMIC_ACQUIRE);
+		if (p && p < a + len && a < p + (uint64_t)TB_RT_KEEP_PAGES * PAGE)
+			return true;
+	}
+	return false;
+}
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *start_noted(void *arg)
+{
+	struct start s = *(struct start *)arg;
+	free(arg);
+	keep_self();
+	return s.fn(s.arg);
+}
+
+/* The program's threads start through here, to be noted in the keep table
+ * before they run any of its code. */
+int pthread_create(pthread_t *restrict t, const pthread_attr_t *restrict attr, void *(*fn)(void *), void *restrict arg)
+{
+	if (!real_pthread_create)
+		real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+			RTLD_NEXT, "pthread_create");
+	if (!real_pthread_create)
+		return EAGAIN;
+	struct start *s = keep ? malloc(sizeof(*s)) : NULL;
+	if (!s)
+		return real_pthread_create(t, attr, fn, arg);
+	*s = (struct start){fn, arg};
+	int rc = real_pthread_create(t, attr, start_noted, s);
+	if (rc)
+		free(s);
+	return rc;
 }
 
 static void pause_us(long us)
@@ -190,6 +267,13 @@ static void command(struct mover *m, uint32_t op, const struct tb_rt_move *c, st
 		r->err = EINVAL;
 		return;
 	}
+	if (park && (m->forking || kept(keep, c->src, c->len))) {
+		/* a child is being made: it would read zeros where a page is away.
+		 * The mover says no itself, whatever tierbal knows of the fork; and
+		 * never a thread's descriptor (see struct tb_rt_keep) */
+		r->err = EBUSY;
+		return;
+	}
 	if (park)
 		for (size_t i = 0; i < n; i++)
 			m->orig[(c->dst - m->slots) / PAGE + i] = c->src + i * PAGE;
@@ -203,15 +287,24 @@ static void command(struct mover *m, uint32_t op, const struct tb_rt_move *c, st
 			m->orig[(c->src - m->slots) / PAGE + i] = 0;
 }
 
-/* The program changed its mappings while tierbal was away: a discarded or
- * unmapped range holds nothing to put back, a moved one moved. */
+/* The program changed its mappings while pages were away: a discarded or
+ * unmapped range holds nothing to put back, a moved one moved. A fault read
+ * here is woken, not dropped: the access runs again and faults anew, for
+ * tierbal to read if it is there, so taking a message from it loses nothing.
+ * One read: a woken fault comes back at once, and the caller's retries
+ * bound the loop. */
 static void apply_events(struct mover *m)
 {
 	struct uffd_msg e[16];
-	ssize_t r;
-	while ((r = syscall(SYS_read, m->uffd, e, sizeof(e))) > 0) {
+	ssize_t r = syscall(SYS_read, m->uffd, e, sizeof(e));
+	if (r > 0) {
 		for (size_t k = 0; k < (size_t)r / sizeof(e[0]); k++) {
 			uint64_t from = 0, to = 0, len = 0;
+			if (e[k].event == UFFD_EVENT_PAGEFAULT) {
+				struct uffdio_range w = {e[k].arg.pagefault.address & ~(uint64_t)(PAGE - 1), PAGE};
+				syscall(SYS_ioctl, m->uffd, UFFDIO_WAKE, &w);
+				continue;
+			}
 			if (e[k].event == UFFD_EVENT_REMOVE || e[k].event == UFFD_EVENT_UNMAP) {
 				from = e[k].arg.remove.start;
 				len = e[k].arg.remove.end - from;
@@ -220,7 +313,7 @@ static void apply_events(struct mover *m)
 				to = e[k].arg.remap.to;
 				len = e[k].arg.remap.len;
 			} else {
-				continue; /* faults wait until the userfaultfd is closed */
+				continue;
 			}
 			for (size_t i = 0; i < m->npages; i++)
 				if (m->orig[i] >= from && m->orig[i] - from < len)
@@ -229,13 +322,15 @@ static void apply_events(struct mover *m)
 	}
 }
 
-/* Every parked page back where the program expects it, with tierbal gone.
- * While the program changes a mapping the kernel refuses moves until the
- * event saying so is read: read it, apply it, try again. Locked. */
-static void put_all_back(struct mover *m)
+/* Every parked page back where the program expects it. While the program
+ * changes a mapping the kernel refuses moves until the event saying so is
+ * read: read it, apply it, try again. Returns the pages left away (none
+ * unless the kernel kept refusing for about a second). Locked. */
+static size_t put_back(struct mover *m)
 {
+	size_t left = 0;
 	if (m->uffd < 0)
-		return;
+		return 0;
 	for (size_t i = 0; i < m->npages; i++) {
 		for (int tries = 0; m->orig[i] && tries < 100000; tries++) {
 			int64_t moved;
@@ -248,14 +343,27 @@ static void put_all_back(struct mover *m)
 			apply_events(m);
 			pause_us(10);
 		}
+		left += m->orig[i] != 0;
 	}
-	syscall(SYS_close, m->uffd); /* the last copy: the kernel lets waiting faults through */
+	return left;
+}
+
+/* With tierbal gone: every page back, then the mover's copy of the
+ * userfaultfd closed (the last one: the kernel lets waiting faults through).
+ * Locked. */
+static void put_all_back(struct mover *m)
+{
+	if (m->uffd < 0)
+		return;
+	put_back(m);
+	syscall(SYS_close, m->uffd);
 	m->uffd = -1;
 }
 
 static void *mover_main(void *arg)
 {
 	struct mover *m = arg;
+	m->tid = (int)syscall(SYS_gettid);
 	__atomic_store_n(&m->started, 1, __ATOMIC_RELEASE);
 	struct {
 		struct tb_rt_cmd h;
@@ -295,7 +403,7 @@ static int start_mover(int uffd, int sock, size_t slot_bytes, const char *name, 
 	size_t npages = slot_bytes / PAGE;
 	size_t rec = (npages * sizeof(uint64_t) + PAGE - 1) / PAGE * PAGE;
 	size_t head = (sizeof(struct mover) + PAGE - 1) / PAGE * PAGE;
-	size_t total = slot_bytes + head + rec + STACK;
+	size_t total = slot_bytes + head + KEEP_BYTES + rec + STACK;
 	/* the slots are not copied into a child (they are empty at a fork, and
 	 * the child maps its own); the rest is: the C library's fork code reads
 	 * the thread descriptor at the top of the mover's stack. No huge pages:
@@ -314,20 +422,20 @@ static int start_mover(int uffd, int sock, size_t slot_bytes, const char *name, 
 	m->slots = (uintptr_t)a;
 	m->npages = npages;
 	m->rest = total - slot_bytes;
-	m->orig = (uint64_t *)(a + slot_bytes + head);
+	m->orig = (uint64_t *)(a + slot_bytes + head + KEEP_BYTES);
 	size_t nl = strlen(name);
 	memcpy(m->fork_name, name, nl);
 	memcpy(m->fork_name + nl, TB_RT_FORK_SUFFIX, sizeof(TB_RT_FORK_SUFFIX));
 	pthread_attr_t at;
 	pthread_attr_init(&at);
-	pthread_attr_setstack(&at, a + slot_bytes + head + rec, STACK);
+	pthread_attr_setstack(&at, a + slot_bytes + head + KEEP_BYTES + rec, STACK);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	/* no signal for the mover: the program's go to its own threads */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
-	int rc = pthread_create(&t, &at, mover_main, m);
+	int rc = real_pthread_create ? real_pthread_create(&t, &at, mover_main, m) : EAGAIN;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	if (rc) {
@@ -338,15 +446,21 @@ static int start_mover(int uffd, int sock, size_t slot_bytes, const char *name, 
 	while (!__atomic_load_n(&m->started, __ATOMIC_ACQUIRE))
 		pause_us(50);
 	mv = m;
+	keep = (struct tb_rt_keep *)(a + slot_bytes + head);
+	h->mover_tid = m->tid;
 	h->park_addr = (uintptr_t)a;
 	h->park_len = slot_bytes;
-	h->area_len = total;
+	h->own_addr = (uintptr_t)a;
+	h->own_len = total;
 	return 0;
 }
 
 /* Async-signal-safe where it can be (it runs in the child of fork). */
 static void hand_over(void)
 {
+	if (!real_pthread_create)
+		real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+			RTLD_NEXT, "pthread_create");
 	if (mv) {
 		/* a fork child: the parent's mover did not come along, only a copy of
 		 * its mapping (minus the slots) and of its descriptors */
@@ -355,6 +469,10 @@ static void hand_over(void)
 		munmap(mv, mv->rest);
 		mv = NULL;
 	}
+	if (keep_alone)
+		munmap(keep, KEEP_BYTES);
+	keep = NULL;
+	keep_alone = false;
 	const char *name = getenv(TB_RT_ENV_SOCKET);
 	if (!name || !*name || strlen(name) + sizeof(TB_RT_FORK_SUFFIX) > sizeof(((struct sockaddr_un *)0)->sun_path))
 		return;
@@ -371,7 +489,7 @@ static void hand_over(void)
 	}
 	struct tb_rt_hello h = {.magic = TB_RT_MAGIC, .version = TB_RT_VERSION, .type = TB_RT_HELLO};
 	size_t want = park_bytes();
-	int uffd = -1, keep = -1;
+	int uffd = -1, mover_fd = -1;
 	if (want) {
 		/* parking needs UFFDIO_MOVE (Linux 6.8) and the events that say when
 		 * the program unmaps, moves or discards memory */
@@ -379,10 +497,10 @@ static void hand_over(void)
 		if (uffd < 0)
 			h.park_err = errno;
 		/* the mover's descriptors far from the low numbers programs dup2 onto */
-		else if ((keep = fcntl(uffd, F_DUPFD_CLOEXEC, 100)) < 0 || (h.park_err = start_mover(keep, sock, want, name, &h)))
+		else if ((mover_fd = fcntl(uffd, F_DUPFD_CLOEXEC, 100)) < 0 || (h.park_err = start_mover(mover_fd, sock, want, name, &h)))
 			h.park_err = h.park_err ? h.park_err : errno;
-		if (h.park_err && keep >= 0)
-			close(keep);
+		if (h.park_err && mover_fd >= 0)
+			close(mover_fd);
 		if (h.park_err && uffd >= 0) { /* no mover: a plain one, whose events nobody has to read */
 			close(uffd);
 			uffd = -1;
@@ -392,6 +510,17 @@ static void hand_over(void)
 		uffd = make_uffd(UFFD_FEATURE_PAGEFAULT_FLAG_WP);
 	if (uffd < 0)
 		h.err = errno ? errno : EOPNOTSUPP;
+	if (uffd >= 0 && !keep) { /* no mover: the keep table alone */
+		void *k = mmap(NULL, KEEP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (k != MAP_FAILED) {
+			keep = k;
+			keep_alone = true;
+			h.own_addr = (uintptr_t)k;
+			h.own_len = KEEP_BYTES;
+		}
+	}
+	h.keep_addr = (uintptr_t)keep;
+	keep_self(); /* this thread: the main one, or the one that forked */
 	send_fd(sock, uffd, h);
 	/* without a mover, tierbal keeps the only copy: if it dies, the kernel
 	 * drops the registrations and nothing here waits for a handler; with
@@ -403,15 +532,21 @@ static void hand_over(void)
 	errno = saved;
 }
 
-/* Before a fork, no page may be away: tierbal puts them back (its answer,
- * or a closed connection, says so); with tierbal gone, the mover or this
- * handler does. After the fork, tierbal may park again. */
+/* Before a fork, no page may be away: the mover parks nothing while a fork
+ * is under way, tierbal puts back what is away (its answer, or a closed
+ * connection, says so), and whatever is still recorded comes back here. After
+ * the fork, tierbal may park again. */
 static void fork_note(uint32_t type)
 {
 	struct mover *m = mv;
 	if (!m)
 		return;
 	int saved = errno;
+	if (type == TB_RT_FORK) {
+		lock(m);
+		m->forking++;
+		unlock(m);
+	}
 	int sock = connect_to(m->fork_name);
 	if (sock >= 0) {
 		struct tb_rt_hello h = {.magic = TB_RT_MAGIC, .version = TB_RT_VERSION, .type = type};
@@ -423,15 +558,12 @@ static void fork_note(uint32_t type)
 			;
 		close(sock);
 	}
-	if (type == TB_RT_FORK) {
-		/* tierbal answered that all is back, or is gone: then whatever is
-		 * still recorded comes back here (the mover may not have seen the
-		 * end of its socket yet) */
-		lock(m);
-		if (sock < 0)
-			put_all_back(m);
-		unlock(m);
-	}
+	lock(m);
+	if (type == TB_RT_FORK)
+		put_back(m); /* tierbal is gone or missed some: the mover may not have seen the end of its socket yet */
+	else if (m->forking > 0)
+		m->forking--;
+	unlock(m);
 	errno = saved;
 }
 

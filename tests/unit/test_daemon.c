@@ -403,7 +403,7 @@ static void test_uffd(void **state)
 	assert_int_equal(tb_uffd_new(&u, 3, NULL, err, sizeof(err)), -EINVAL); /* not a power of two */
 	assert_int_equal(tb_uffd_new(&u, 4, NULL, err, sizeof(err)), 0);
 	pid_t me = getpid();
-	assert_int_equal(tb_uffd_attach(u, me, fd, -1, 0, 0, 0), 0);
+	assert_int_equal(tb_uffd_attach(u, me, fd, NULL), 0);
 	assert_true(tb_uffd_has(u, me));
 	size_t n = 64;
 	/* windows are aligned in the address space: align the region so that they are in it too */
@@ -417,6 +417,12 @@ static void test_uffd(void **state)
 	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0);
 	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0); /* known: not registered twice */
 	assert_int_equal(tb_uffd_arm(u, me, (uintptr_t)r, n * 4096, 0), 0);
+	/* a mapping the last sync did not register is left alone: the kernel
+	 * would move a page out of it, and the program read a fresh zero page */
+	char *other = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(other != MAP_FAILED);
+	memset(other, 5, 16 * 4096);
+	assert_int_equal(tb_uffd_arm(u, me, (uintptr_t)other, 16 * 4096, 0), 0);
 
 	r[10 * 4096] = 2; /* blocks until the fault thread lifts the protection */
 	r[9 * 4096] = 2;  /* same window of 4 pages: no second fault */
@@ -449,6 +455,10 @@ static void test_uffd(void **state)
 	assert_int_equal(st.resolve_errors, 0);
 	assert_int_equal(st.registered, 1);
 	assert_int_equal(st.protected_pages, n);
+	assert_int_equal(st.arm_skipped, 16);
+	other[3 * 4096] = 6; /* not protected: no fault, no wait */
+	assert_int_equal(other[3 * 4096], 6);
+	munmap(other, 16 * 4096);
 	/* freeing drops the registration: writes go through without anyone answering */
 	tb_uffd_free(u);
 	r[40 * 4096] = 3;

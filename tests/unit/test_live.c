@@ -560,7 +560,7 @@ static void test_exec_node_filling(void **state)
 	struct tb_access none; /* tierbal exec's sampler where the kernel offers none: the faults are all */
 	assert_int_equal(tb_access_none_open(&none, err, sizeof(err)), 0);
 	struct tb_live *l = live_start_sampler(f, none, u);
-	if (tb_live_attach_uffd(l, f->child, fd, -1, 0, 0, 0, err, sizeof(err)))
+	if (tb_live_attach_uffd(l, f->child, fd, NULL, err, sizeof(err)))
 		fail_msg("attach: %s", err);
 	const struct tb_engine *e = tb_live_engine(l);
 	struct tb_node_info ni;

@@ -1,0 +1,2 @@
+unsigned long fib(unsigned n);
+unsigned primes(unsigned below);
