@@ -185,10 +185,13 @@ static void junk(struct tb_park *p, uint32_t s, uint64_t mask)
 static long copy_pages(const struct tb_park *p, uintptr_t dst, uintptr_t src, unsigned n, bool wake)
 {
 	uint64_t pm[TB_PARK_MAX_WINDOW];
-	if (p->pagemap_fd < 0 || p->mem_fd < 0 || n > TB_PARK_MAX_WINDOW || tb_pagemap_read(p->pagemap_fd, src, n, pm))
-		return n;
-	long lost = 0;
 	static __thread char buf[PAGE];
+	if (p->pagemap_fd < 0 || p->mem_fd < 0 || n > TB_PARK_MAX_WINDOW)
+		return n;
+	if (tb_pagemap_read(p->pagemap_fd, src, n, pm))
+		/* the process is exiting: its memory went (reading it gives nothing), and its pages with it */
+		return pread(p->mem_fd, buf, 1, (off_t)src) == 0 ? 0 : n;
+	long lost = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (!(pm[i] & (TB_PM_PRESENT | TB_PM_SWAPPED)))
 			continue; /* a hole: nothing was there */

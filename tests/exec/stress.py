@@ -237,7 +237,8 @@ def under_tierbal(opt, work, case, kill_after, ref):
     err.close()
     killed = False
     prog = None
-    deadline = time.monotonic() + opt.timeout
+    started = time.monotonic()
+    deadline = started + opt.timeout
     if kill_after is not None:
         # the moment is counted from the program's start: tierbal's own start-up is not what is tested
         while prog is None and tb.poll() is None and time.monotonic() < deadline:
@@ -261,6 +262,7 @@ def under_tierbal(opt, work, case, kill_after, ref):
         rc = tb.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         rc = None
+    took = time.monotonic() - started
     if killed and rc is not None:
         # the program was alive at the kill: it is ours now (subreaper), unless tierbal had reaped it already
         try:
@@ -312,7 +314,7 @@ def under_tierbal(opt, work, case, kill_after, ref):
         shutil.move(d, os.path.join(opt.keep, os.path.basename(d)))
     else:
         shutil.rmtree(d, ignore_errors=True)
-    return verdict, detail, killed, st.get("uffd_faults", 0), st.get("park_forks_unsafe", 0)
+    return verdict, detail, killed, st.get("uffd_faults", 0), st.get("park_forks_unsafe", 0), took
 
 
 def worker(opt, jobs, results, refs):
@@ -421,7 +423,7 @@ def stress(opt, top, old_thp):
     for _ in range(opt.jobs * 2):
         jobs.put(next_job())
         sent += 1
-    per = {i: {"runs": 0, "kills": 0, "fail": 0, "faults": 0} for i in range(len(corpus))}
+    per = {i: {"runs": 0, "kills": 0, "fail": 0, "faults": 0, "took": []} for i in range(len(corpus))}
     failures, done, unsafe, last = [], 0, 0, time.monotonic()
     stopping = False
     finished_workers = 0
@@ -430,13 +432,15 @@ def stress(opt, top, old_thp):
         if r is None:
             finished_workers += 1
             continue
-        ci, verdict, detail, killed, faults, forks_unsafe = r
+        ci, verdict, detail, killed, faults, forks_unsafe, took = r
         done += 1
         unsafe += forks_unsafe
         s = per[ci]
         s["runs"] += 1
         s["kills"] += killed
         s["faults"] += faults
+        if not killed and verdict == "ok":
+            s["took"].append(took)
         if verdict != "ok":
             s["fail"] += 1
             failures.append(f"FAIL {corpus[ci][0]}{' (tierbal killed)' if killed else ''}: {verdict}: {detail}")
@@ -458,12 +462,14 @@ def stress(opt, top, old_thp):
 
     took = time.monotonic() - t0
     kills = sum(p["kills"] for p in per.values())
-    lines = [f"{'program':<26} {'runs':>6} {'killed':>7} {'failed':>7} {'hint faults/run':>16}"]
+    lines = [f"{'program':<26} {'runs':>6} {'killed':>7} {'failed':>7} {'hint faults/run':>16} "
+             f"{'s without':>10} {'s with (median)':>16}"]
     for i, case in enumerate(corpus):
         p = per[i]
         watched = p["runs"] - p["kills"]
+        med = sorted(p["took"])[len(p["took"]) // 2] if p["took"] else 0
         lines.append(f"{case[0]:<26} {p['runs']:>6} {p['kills']:>7} {p['fail']:>7} "
-                     f"{(p['faults'] // watched if watched else 0):>16}")
+                     f"{(p['faults'] // watched if watched else 0):>16} {refs[i][3]:>10.2f} {med:>16.2f}")
     unwatched = [corpus[i][0] for i, p in per.items() if p["runs"] > p["kills"] and p["faults"] == 0]
     for name in unwatched:
         failures.append(f"FAIL {name}: not one hint fault in its runs: tierbal did not really watch it")

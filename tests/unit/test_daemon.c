@@ -501,6 +501,60 @@ static bool present(int pm, uintptr_t a)
 	return e & TB_PM_PRESENT;
 }
 
+/* A process that exits with pages parked: its mover is gone, the copy
+ * fallback finds no memory to read, and no page counts as lost (they went
+ * with the memory). */
+static int gone_move(void *ctx, uintptr_t dst, uintptr_t src, size_t len, uint64_t mode, int64_t *moved)
+{
+	(void)ctx, (void)dst, (void)src, (void)len, (void)mode;
+	*moved = 0;
+	return -ESRCH;
+}
+
+static int parked_move_many(void *ctx, struct tb_park_move *m, size_t n, uint64_t mode)
+{
+	(void)ctx, (void)mode;
+	for (size_t i = 0; i < n; i++) {
+		m[i].rc = 0;
+		m[i].moved = (int64_t)m[i].len;
+	}
+	return 0;
+}
+
+static void no_discard(void *ctx, uintptr_t addr, size_t len)
+{
+	(void)ctx, (void)addr, (void)len;
+}
+
+static void test_park_exited(void **state)
+{
+	(void)state;
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	pid_t c = fork();
+	if (c == 0) {
+		char b;
+		close(go[1]);
+		_exit(read(go[0], &b, 1) < 0); /* until the parent closes its end */
+	}
+	static const struct tb_park_ops ops = {.move = gone_move, .move_many = parked_move_many, .discard = no_discard};
+	struct tb_park p;
+	const unsigned win = 4;
+	assert_int_equal(tb_park_init(&p, -1, c, &ops, NULL, 0x10000000, 16 * win * 4096, win, 16), 0);
+	assert_true(p.pagemap_fd >= 0 && p.mem_fd >= 0);
+	assert_int_equal(tb_park_window(&p, 0x20000000, win * 4096, 1), (long)(win * 4096));
+	close(go[1]);
+	int st;
+	assert_int_equal(waitpid(c, &st, 0), c);
+	int s = tb_park_find(&p, 0x20000000);
+	assert_true(s >= 0);
+	assert_int_equal(tb_park_restore(&p, (uint32_t)s, true), 0);
+	assert_int_equal(p.st.lost, 0);
+	assert_int_equal(tb_park_find(&p, 0x20000000), -1);
+	tb_park_fini(&p);
+	close(go[0]);
+}
+
 static void test_uffd_park(void **state)
 {
 	(void)state;
@@ -701,7 +755,7 @@ int main(void)
 		cmocka_unit_test(test_config),       cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_target_checks),
 		cmocka_unit_test(test_privileges),
 		cmocka_unit_test(test_cgroup_pids),  cmocka_unit_test(test_idmap),     cmocka_unit_test(test_stretches),
-		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd), cmocka_unit_test(test_uffd_park),
+		cmocka_unit_test(test_ctl),          cmocka_unit_test(test_damon_sysfs), cmocka_unit_test(test_uffd), cmocka_unit_test(test_uffd_park), cmocka_unit_test(test_park_exited),
 		cmocka_unit_test(test_exec_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
