@@ -300,7 +300,7 @@ def under_tierbal(opt, work, case, kill_after, ref):
         got_out, got_err = open(f"{d}/.stdout", "rb").read(), open(f"{d}/.stderr", "rb").read()
         want_out, want_err, want_rc, _ = ref
         if rc != "unknown" and rc != want_rc:
-            verdict, detail = "status", f"exit status {rc}, {want_rc} without tierbal"
+            verdict, detail = "status", f"exit status {rc}, {want_rc} without tierbal; error output {got_err[-300:]!r}"
         elif got_out != want_out:
             verdict, detail = "stdout", f"{len(got_out)} bytes of output, {len(want_out)} without tierbal: {got_out[-200:]!r}"
         elif got_err != want_err:
