@@ -317,7 +317,8 @@ long tb_park_plan(struct tb_park *p, uintptr_t addr, size_t len, uint64_t now_ns
 
 size_t tb_park_settle(struct tb_park *p, const struct tb_park_move *m, size_t n, int batch_rc)
 {
-	if (batch_rc == -ETIMEDOUT) /* the mover may still do them: away until a move back says otherwise */
+	/* the mover may still do them, or ended halfway (exec): away until a move back says otherwise */
+	if (batch_rc == -ETIMEDOUT || batch_rc == -ESRCH)
 		return 0;
 	size_t failed = 0;
 	for (size_t k = 0; k < n; k++) {
@@ -347,7 +348,7 @@ long tb_park_window(struct tb_park *p, uintptr_t addr, size_t len, uint64_t now_
 		return planned;
 	int rc = p->ops->move_many(p->ctx, m, n, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE);
 	tb_park_settle(p, m, n, rc);
-	if (rc == -ETIMEDOUT)
+	if (rc == -ETIMEDOUT || rc == -ESRCH)
 		return planned;
 	/* the prefix from addr that is away now */
 	uintptr_t w = window_of(p, addr);

@@ -811,7 +811,7 @@ static int park_batch(struct tb_uffd *u, struct proc *p, struct tb_park_move *m,
 		return 0;
 	int rc = mover_move_many(p, m, n, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE);
 	tb_park_settle(&p->park, m, n, rc);
-	if (rc == -ETIMEDOUT)
+	if (rc == -ETIMEDOUT || rc == -ESRCH)
 		return 0;
 	int prc = 0;
 	for (size_t k = 0; k < n; k++) {

@@ -324,9 +324,12 @@ static void apply_events(struct mover *m)
 
 /* Every parked page back where the program expects it. While the program
  * changes a mapping the kernel refuses moves until the event saying so is
- * read: read it, apply it, try again. Returns the pages left away (none
- * unless the kernel kept refusing for about a second). Locked. */
-static size_t put_back(struct mover *m)
+ * read: with tierbal gone (events) read it, apply it, try again; with
+ * tierbal there, wait for it to read it, since an unmap it never hears of
+ * would leave it thinking a new mapping at that address registered.
+ * Returns the pages left away (none unless the kernel kept refusing for
+ * about a second). Locked. */
+static size_t put_back(struct mover *m, bool events)
 {
 	size_t left = 0;
 	if (m->uffd < 0)
@@ -340,7 +343,8 @@ static size_t put_back(struct mover *m)
 				m->orig[i] = 0; /* back, or its place is gone (unmapped): nothing to do */
 				break;
 			}
-			apply_events(m);
+			if (events)
+				apply_events(m);
 			pause_us(10);
 		}
 		left += m->orig[i] != 0;
@@ -355,7 +359,7 @@ static void put_all_back(struct mover *m)
 {
 	if (m->uffd < 0)
 		return;
-	put_back(m);
+	put_back(m, true);
 	syscall(SYS_close, m->uffd);
 	m->uffd = -1;
 }
@@ -559,8 +563,8 @@ static void fork_note(uint32_t type)
 		close(sock);
 	}
 	lock(m);
-	if (type == TB_RT_FORK)
-		put_back(m); /* tierbal is gone or missed some: the mover may not have seen the end of its socket yet */
+	if (type == TB_RT_FORK) /* tierbal missed some, or is gone and the mover has not seen it yet */
+		put_back(m, sock < 0);
 	else if (m->forking > 0)
 		m->forking--;
 	unlock(m);
