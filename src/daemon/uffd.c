@@ -726,12 +726,13 @@ bool tb_uffd_has(const struct tb_uffd *u, pid_t pid)
 	return pid > 0 && find(u, pid) != NULL;
 }
 
-static bool known(const struct proc *p, const struct tb_vma *v)
+/* The registration left for exactly this mapping, or NULL. */
+static const struct range *known(const struct proc *p, const struct tb_vma *v)
 {
 	for (size_t i = 0; i < p->nr_reg; i++)
 		if (p->reg[i].start == v->start && p->reg[i].end == v->end)
-			return true;
-	return false;
+			return &p->reg[i];
+	return NULL;
 }
 
 size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t n)
@@ -749,8 +750,9 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	/* with parking, absent pages fault too: the parked ones, and first touches */
 	uint64_t mode = UFFDIO_REGISTER_MODE_WP | (p->parking ? UFFDIO_REGISTER_MODE_MISSING : 0);
 	for (size_t i = 0; i < n; i++) {
-		bool ours = true;
-		if (!known(p, &v[i])) {
+		const struct range *had = known(p, &v[i]);
+		bool ours = had ? had->ours : true;
+		if (!had) {
 			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start}, .mode = mode};
 			/* EBUSY: the program uses a userfaultfd of its own there; leave it
 			 * alone, and do not ask again while the mapping stays as it is */
@@ -761,10 +763,6 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 			} else {
 				u->st.registered++;
 			}
-		} else {
-			for (size_t j = 0; j < p->nr_reg; j++)
-				if (p->reg[j].start == v[i].start && p->reg[j].end == v[i].end)
-					ours = p->reg[j].ours;
 		}
 		now[k++] = (struct range){v[i].start, v[i].end, ours};
 	}
