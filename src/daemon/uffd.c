@@ -813,6 +813,13 @@ static int park_batch(struct tb_uffd *u, struct proc *p, struct tb_park_move *m,
 		return 0;
 	int prc = 0;
 	for (size_t k = 0; k < n; k++) {
+		if (!rc && m[k].rc == -EPERM) {
+			/* not registered after all (a mapping came where the registration
+			 * found a hole): left alone until a sync registers it */
+			forget_reg(p, m[k].src, m[k].src + m[k].len);
+			u->st.arm_unregistered += m[k].len / PAGE;
+			continue;
+		}
 		size_t moved = rc ? 0 : m[k].rc ? (size_t)(m[k].moved > 0 ? m[k].moved : 0) : m[k].len;
 		if (moved < m[k].len)
 			prc = protect(u, p, m[k].src + moved, m[k].len - moved);

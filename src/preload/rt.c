@@ -47,7 +47,7 @@
 #define PAGE 4096u
 #define STACK (256u << 10) /* the mover's commands and answers live on it: a few KiB */
 
-/* The head of the park mapping: [head | record | stack | slots]. */
+/* The park mapping: [slots | probe | head | keep table | record | stack]. */
 struct mover {
 	int lock;             /* the record: the mover, and a fork with tierbal gone */
 	int started;          /* the mover runs: the C library's thread start-up is behind it */
@@ -55,6 +55,7 @@ struct mover {
 	int uffd, sock;       /* -1 once the mover is done */
 	int tid;              /* the mover's thread id */
 	uintptr_t slots;
+	uintptr_t probe;   /* TB_RT_MAX_PARK_BYTES never touched: holes to move, to learn what is registered */
 	size_t npages;     /* slot pages */
 	size_t rest;       /* bytes from here to the end of the mapping: the head, the record, the stack */
 	uint64_t *orig;    /* per slot page: where it belongs in the program; 0: empty */
@@ -239,6 +240,26 @@ static int move(int uffd, uintptr_t dst, uintptr_t src, size_t len, uint64_t mod
 	return rc;
 }
 
+/* Whether [a, a + len) lies in one mapping registered with this
+ * userfaultfd. The kernel checks that of a move's destination only: a page
+ * moved out of a mapping nobody registered (one mapped where a registration
+ * found a hole) leaves a hole the program reads as zeros, with no fault to
+ * bring the page back. Moving the probe's holes there makes the kernel check
+ * it, and changes nothing. What is registered now stays so until the move
+ * that follows: tierbal reads no event during a command, so an unmap keeps
+ * the kernel refusing moves (EAGAIN) until then. 0, EPERM (not registered
+ * here), or the kernel's errno. */
+static int registered(const struct mover *m, uintptr_t a, size_t len)
+{
+	if (len > TB_RT_MAX_PARK_BYTES)
+		return EINVAL;
+	int64_t moved;
+	int e = move(m->uffd, a, m->probe, len, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE, &moved);
+	if (!e || e == EEXIST) /* holes into holes, or a page there already: checked either way */
+		return 0;
+	return e == EINVAL ? EPERM : e;
+}
+
 /* One entry of tierbal's commands. Only moves into or out of the slots:
  * whatever tierbal asks, nothing else of the program's memory moves. The
  * record is written before a page leaves, and cleared after it is back. */
@@ -274,6 +295,8 @@ static void command(struct mover *m, uint32_t op, const struct tb_rt_move *c, st
 		r->err = EBUSY;
 		return;
 	}
+	if (park && (r->err = registered(m, c->src, c->len)))
+		return;
 	if (park)
 		for (size_t i = 0; i < n; i++)
 			m->orig[(c->dst - m->slots) / PAGE + i] = c->src + i * PAGE;
@@ -407,32 +430,34 @@ static int start_mover(int uffd, int sock, size_t slot_bytes, const char *name, 
 	size_t npages = slot_bytes / PAGE;
 	size_t rec = (npages * sizeof(uint64_t) + PAGE - 1) / PAGE * PAGE;
 	size_t head = (sizeof(struct mover) + PAGE - 1) / PAGE * PAGE;
-	size_t total = slot_bytes + head + KEEP_BYTES + rec + STACK;
-	/* the slots are not copied into a child (they are empty at a fork, and
-	 * the child maps its own); the rest is: the C library's fork code reads
+	size_t total = slot_bytes + TB_RT_MAX_PARK_BYTES + head + KEEP_BYTES + rec + STACK;
+	/* the slots and the probe are not copied into a child (they are empty at a
+	 * fork, and the child maps its own); the rest is: the C library's fork code reads
 	 * the thread descriptor at the top of the mover's stack. No huge pages:
 	 * windows move page by page */
 	char *a = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (a == MAP_FAILED)
 		return errno;
-	if (madvise(a, slot_bytes, MADV_DONTFORK) || madvise(a, total, MADV_NOHUGEPAGE)) {
+	if (madvise(a, slot_bytes + TB_RT_MAX_PARK_BYTES, MADV_DONTFORK) || madvise(a, total, MADV_NOHUGEPAGE)) {
 		int e = errno;
 		munmap(a, total);
 		return e;
 	}
-	struct mover *m = (struct mover *)(a + slot_bytes);
+	char *h0 = a + slot_bytes + TB_RT_MAX_PARK_BYTES; /* the head */
+	struct mover *m = (struct mover *)h0;
 	m->uffd = uffd;
 	m->sock = sock;
 	m->slots = (uintptr_t)a;
+	m->probe = (uintptr_t)(a + slot_bytes);
 	m->npages = npages;
-	m->rest = total - slot_bytes;
-	m->orig = (uint64_t *)(a + slot_bytes + head + KEEP_BYTES);
+	m->rest = total - slot_bytes - TB_RT_MAX_PARK_BYTES;
+	m->orig = (uint64_t *)(h0 + head + KEEP_BYTES);
 	size_t nl = strlen(name);
 	memcpy(m->fork_name, name, nl);
 	memcpy(m->fork_name + nl, TB_RT_FORK_SUFFIX, sizeof(TB_RT_FORK_SUFFIX));
 	pthread_attr_t at;
 	pthread_attr_init(&at);
-	pthread_attr_setstack(&at, a + slot_bytes + head + KEEP_BYTES + rec, STACK);
+	pthread_attr_setstack(&at, h0 + head + KEEP_BYTES + rec, STACK);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	/* no signal for the mover: the program's go to its own threads */
 	sigset_t all, old;
@@ -450,7 +475,7 @@ static int start_mover(int uffd, int sock, size_t slot_bytes, const char *name, 
 	while (!__atomic_load_n(&m->started, __ATOMIC_ACQUIRE))
 		pause_us(50);
 	mv = m;
-	keep = (struct tb_rt_keep *)(a + slot_bytes + head);
+	keep = (struct tb_rt_keep *)(h0 + head);
 	h->mover_tid = m->tid;
 	h->park_addr = (uintptr_t)a;
 	h->park_len = slot_bytes;

@@ -20,7 +20,7 @@
 #define TB_RT_ENV_PARK "TIERBAL_RT_PARK_MB"  /* set: map a park area of this size for read faults */
 #define TB_RT_FORK_SUFFIX "-fork"            /* the fork socket: the hello socket's name and this */
 #define TB_RT_MAGIC 0x74627274u              /* "tbrt" */
-#define TB_RT_VERSION 3u
+#define TB_RT_VERSION 4u
 
 enum { TB_RT_HELLO = 0, TB_RT_FORK = 1, TB_RT_FORK_DONE = 2 };
 
@@ -56,9 +56,14 @@ struct tb_rt_keep {
 enum { TB_RT_CMD_MOVE = 1, TB_RT_CMD_DISCARD = 2 };
 #define TB_RT_MAX_MOVES 64 /* per command: a scan pass parks its windows in few round trips */
 
+#define TB_RT_MAX_PARK_BYTES (64u << 12) /* one move into the slots: a window at most */
+
 /* A command: the header, then count entries. MOVE: UFFDIO_MOVE of [src,
- * src + len) to dst, one end in the slots, entry by entry. DISCARD: the slot
- * pages [dst, dst + len) hold nothing to put back. */
+ * src + len) to dst, one end in the slots, entry by entry; a move into the
+ * slots whose source is not wholly in one mapping registered with the
+ * userfaultfd fails with EPERM, nothing moved. DISCARD: the slot pages
+ * [dst, dst + len) hold nothing to put back. tierbal reads none of the
+ * userfaultfd's events while a command is under way. */
 struct tb_rt_cmd {
 	uint32_t op, seq, count, reserved;
 };
