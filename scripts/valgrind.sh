@@ -4,7 +4,7 @@
 # also the command-line and reproduction tests with tierbal itself run under
 # valgrind (about 11 minutes on two cores, so not part of CI).
 # Left out, because valgrind 3.19 does not implement userfaultfd (syscall 323):
-# test_uffd, test_uffd_park, test_exec_node_filling and the tierbal exec tests; ASan covers
+# test_uffd, test_uffd_park, test_live's test_exec_* and the tierbal exec tests; ASan covers
 # them (scripts/test.sh).
 # usage: scripts/valgrind.sh [--full]   (needs build/: scripts/setup.sh)
 set -euo pipefail
@@ -32,7 +32,7 @@ suite engine env TB_TEST_SKIP=test_table_lazy "${vg[@]}" build/tests/test_engine
 for t in linux sim; do
 	suite "$t" "${vg[@]}" "build/tests/test_$t"
 done
-suite live env TB_TEST_SKIP=test_exec_node_filling "${vg[@]}" build/tests/test_live
+suite live env TB_TEST_SKIP="test_exec_*" "${vg[@]}" build/tests/test_live
 suite daemon env TB_TEST_SKIP="test_uffd*" "${vg[@]}" build/tests/test_daemon
 if [ "${1:-}" = --full ]; then
 	suite cli bash tests/cli/test_cli.sh "$wrap" tests/data

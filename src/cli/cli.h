@@ -21,6 +21,10 @@ int cmd_run(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 
+/* Says what is wrong with the option getopt_long just refused (its result
+ * ch, with an option string that starts with ':'), for tierbal CMD. */
+void cli_bad_option(const char *cmd, int ch, char **argv);
+
 /* The option parsers, apart from what the commands then do (the fuzz targets call them).
  * Each returns 0, 1 when --help was printed, or -EINVAL after printing what is wrong. */
 #define SIM_MAX_RUNS 16   /* policies in one comparison */

@@ -87,7 +87,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	/* "+": options end at PROGRAM, whose own options are left alone */
-	while ((ch = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'P':
 			o->policy = optarg;
@@ -175,8 +175,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			exec_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "tierbal exec: %s '%s'\nTry 'tierbal exec --help'.\n",
-				optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
+			cli_bad_option("exec", ch, argv);
 			return -EINVAL;
 		}
 	}

@@ -47,7 +47,7 @@ int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 	int ch;
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
-	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
 		char *end;
 		switch (ch) {
 		case 'p': {
@@ -108,8 +108,7 @@ int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			run_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "tierbal run: %s '%s'\nTry 'tierbal run --help'.\n",
-				optopt ? "option needs a value or is unknown:" : "unknown option", argv[optind - 1]);
+			cli_bad_option("run", ch, argv);
 			return -EINVAL;
 		}
 	}

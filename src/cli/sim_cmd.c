@@ -16,6 +16,7 @@
 #include "../sim/report.h"
 #include "../sim/sim.h"
 #include "../sim/workload.h"
+#include "../util/outfile.h"
 #include "cli.h"
 
 #define MAX_THREADS 64
@@ -163,7 +164,7 @@ static int parse_double(const char *opt, const char *s, double min, double *out)
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= min) || v > 1e7) {
-		fprintf(stderr, "tierbal sim: %s: '%s' is not a number of at least %g\n", opt, s, min);
+		fprintf(stderr, "tierbal sim: %s: '%s' is not a number from %g to %g\n", opt, s, min, 1e7);
 		return -EINVAL;
 	}
 	*out = v;
@@ -190,7 +191,7 @@ int sim_parse_options(int argc, char **argv, struct sim_options *o)
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	int c;
 	char err[256], *end;
-	while ((c = getopt_long(argc, argv, "m:w:p:d:s:f:o:k:i:j:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:w:p:d:s:f:o:k:i:j:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': o->machine = optarg; break;
 		case 'w': o->workload = optarg; break;
@@ -234,11 +235,7 @@ int sim_parse_options(int argc, char **argv, struct sim_options *o)
 			}
 			break;
 		default:
-			if (optopt)
-				fprintf(stderr, "tierbal sim: option -%c: unknown or missing its value\n", optopt);
-			else
-				fprintf(stderr, "tierbal sim: '%s': unknown option or missing value\n", argv[optind - 1]);
-			fprintf(stderr, "Try 'tierbal sim --help'.\n");
+			cli_bad_option("sim", c, argv);
 			return -EINVAL;
 		}
 	}
@@ -299,7 +296,12 @@ int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 	}
 	memcpy(buf, list, len + 1);
 	*n = 0;
-	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (char *rest = buf, *tok; (tok = strsep(&rest, ","));) {
+		if (!*tok) {
+			fprintf(stderr, "tierbal sim: --policy: '%s' has an empty entry; name policies separated by single commas\n",
+				list);
+			return -EINVAL;
+		}
 		if (*n == SIM_MAX_RUNS - 1) {
 			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", SIM_MAX_RUNS - 1);
 			return -EINVAL;
@@ -317,6 +319,20 @@ int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Which input of the run the output file is, or NULL: writing it would
+ * destroy what the run reads. */
+static const char *refuses_out(const char *out, const struct machine *m, const struct workload *w)
+{
+	if (strncmp(m->source, "builtin:", 8) && tb_same_file(out, m->source))
+		return "machine file";
+	if (strncmp(w->source, "builtin:", 8) && tb_same_file(out, w->source))
+		return "workload file";
+	for (unsigned i = 0; i < w->nr_procs; i++)
+		if (w->proc[i].trace_path[0] && tb_same_file(out, w->proc[i].trace_path))
+			return "trace file";
+	return NULL;
 }
 
 int cmd_sim(int argc, char **argv)
@@ -356,19 +372,39 @@ int cmd_sim(int argc, char **argv)
 		workload_free(&w);
 		return EXIT_USAGE;
 	}
+	for (size_t v = 0; v < nr_val; v++) {
+		if (tb_knobs_check(&knobs[v], err, sizeof(err))) {
+			if (o.sweep)
+				fprintf(stderr, "tierbal sim: --sweep %s=%s: %s\n", knob, values[v], err);
+			else
+				fprintf(stderr, "tierbal sim: knobs: %s\n", err);
+			workload_free(&w);
+			return EXIT_USAGE;
+		}
+	}
 	FILE *out = stdout;
-	if (o.out && !(out = fopen(o.out, "w"))) {
-		fprintf(stderr, "tierbal sim: --out: cannot write %s: %s\n", o.out, strerror(errno));
-		workload_free(&w);
-		return EXIT_USAGE;
+	struct tb_outfile of = {0};
+	if (o.out) {
+		const char *input = refuses_out(o.out, &m, &w);
+		if (input) {
+			fprintf(stderr, "tierbal sim: --out %s: that is the %s this run reads; choose another output file\n",
+				o.out, input);
+			workload_free(&w);
+			return EXIT_USAGE;
+		}
+		if (tb_outfile_open(&of, o.out, err, sizeof(err))) {
+			fprintf(stderr, "tierbal sim: --out: %s\n", err);
+			workload_free(&w);
+			return EXIT_USAGE;
+		}
+		out = of.f;
 	}
 
 	size_t per_val = nr_pol + (o.oracle ? 1 : 0), nr_jobs = nr_val * per_val;
 	struct job *jobs = calloc(nr_jobs, sizeof(*jobs));
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
-		if (out != stdout)
-			fclose(out);
+		tb_outfile_abort(&of);
 		workload_free(&w);
 		return EXIT_FAIL;
 	}
@@ -403,7 +439,19 @@ int cmd_sim(int argc, char **argv)
 		char at[160] = "";
 		if (o.sweep)
 			snprintf(at, sizeof(at), " (%s=%s)", knob, values[i / per_val]);
-		if (jobs[i].rc) {
+		/* a fault of the inputs fails every run alike: said once, for all */
+		size_t before = 0, alike = 0;
+		for (size_t j = 0; j < nr_jobs && jobs[i].rc; j++)
+			if (jobs[j].rc && !strcmp(jobs[j].err, jobs[i].err)) {
+				before += j < i;
+				alike++;
+			}
+		if (jobs[i].rc && before) {
+			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+		} else if (jobs[i].rc && alike > 1) {
+			fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
+			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+		} else if (jobs[i].rc) {
 			fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
 			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
 		} else if (!o.quiet) {
@@ -432,14 +480,15 @@ int cmd_sim(int argc, char **argv)
 			report_csv(out, &reps[0]);
 		else
 			report_json(out, &reps[0]);
-		if (fflush(out) || ferror(out)) {
-			fprintf(stderr, "tierbal sim: writing %s failed: %s\n", o.out ? o.out : "standard output",
-				strerror(errno));
+		if (o.out && tb_outfile_commit(&of, err, sizeof(err))) {
+			fprintf(stderr, "tierbal sim: %s\n", err);
+			rc = EXIT_FAIL;
+		} else if (!o.out && (fflush(out) || ferror(out))) {
+			fprintf(stderr, "tierbal sim: writing standard output failed: %s\n", strerror(errno));
 			rc = EXIT_FAIL;
 		}
 	}
-	if (out != stdout)
-		fclose(out);
+	tb_outfile_abort(&of); /* a failed run leaves the old file as it was */
 	for (size_t i = 0; i < nr_jobs; i++)
 		sim_result_free(&jobs[i].res);
 	free(jobs);

@@ -24,40 +24,96 @@ static int fill_addr(struct sockaddr_un *a, const char *path)
 	return 0;
 }
 
-int tb_ctl_listen(const char *path, char *err, size_t len)
+/* What is at path now: 0 nothing, 1 a socket nobody answers (stale), or a
+ * negative errno with err saying why tierbal leaves it alone. */
+static int probe_path(const char *path, const struct sockaddr_un *a, char *err, size_t len)
+{
+	struct stat sb;
+	if (lstat(path, &sb)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, len, "control socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISLNK(sb.st_mode)) {
+		snprintf(err, len, "control socket %s: a symbolic link is there; tierbal neither follows nor replaces "
+				   "links: give the socket's own path",
+			 path);
+		return -EEXIST;
+	}
+	if (!S_ISSOCK(sb.st_mode)) {
+		snprintf(err, len, "control socket %s: a file that is not a socket is there; tierbal removes only a "
+				   "stale socket: choose another path, or remove the file yourself",
+			 path);
+		return -EEXIST;
+	}
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0) {
+		snprintf(err, len, "control socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	int rc = connect(probe, (const struct sockaddr *)a, sizeof(*a)) ? errno : 0;
+	close(probe);
+	if (!rc) {
+		snprintf(err, len, "control socket %s: another tierbal daemon is running there; stop it or set a "
+				   "different socket",
+			 path);
+		return -EADDRINUSE;
+	}
+	if (rc != ECONNREFUSED) {
+		snprintf(err, len, "control socket %s: cannot tell whether a daemon answers there (%s): left alone",
+			 path, strerror(rc));
+		return -rc;
+	}
+	return 1;
+}
+
+int tb_ctl_listen(struct tb_ctl_sock *s, const char *path, char *err, size_t len)
 {
 	struct sockaddr_un a;
+	*s = (struct tb_ctl_sock){.fd = -1};
 	if (fill_addr(&a, path)) {
 		snprintf(err, len, "control socket %s: path too long (at most %zu bytes)", path, sizeof(a.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
-	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe >= 0) {
-		int busy = connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0;
-		close(probe);
-		if (busy) {
-			snprintf(err, len, "control socket %s: another tierbal daemon is running there; stop it or "
-					   "set a different socket",
-				 path);
-			return -EADDRINUSE;
-		}
+	int rc = probe_path(path, &a, err, len);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && unlink(path) && errno != ENOENT) { /* stale: left by a daemon that was killed */
+		snprintf(err, len, "control socket %s: cannot remove the stale socket: %s", path, strerror(errno));
+		return -errno;
 	}
-	unlink(path); /* stale: left by a daemon that was killed */
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(err, len, "control socket: %s", strerror(errno));
 		return -errno;
 	}
 	mode_t old = umask(0177); /* the socket is born 0600: no window where others may connect */
-	int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
 	umask(old);
-	if (rc || listen(fd, 16)) {
+	struct stat sb;
+	if (rc || listen(fd, 16) || lstat(path, &sb)) {
 		rc = -errno;
+		/* EADDRINUSE here: something appeared at the path meanwhile, and stays */
 		snprintf(err, len, "control socket %s: %s", path, strerror(errno));
 		close(fd);
 		return rc;
 	}
+	*s = (struct tb_ctl_sock){.fd = fd, .dev = sb.st_dev, .ino = sb.st_ino};
+	memcpy(s->path, path, strlen(path) + 1);
 	return fd;
+}
+
+void tb_ctl_unlisten(struct tb_ctl_sock *s)
+{
+	if (s->fd < 0)
+		return;
+	close(s->fd);
+	s->fd = -1;
+	struct stat sb;
+	/* only the socket this daemon made: another one may have replaced it */
+	if (!lstat(s->path, &sb) && S_ISSOCK(sb.st_mode) && sb.st_dev == s->dev && sb.st_ino == s->ino)
+		unlink(s->path);
 }
 
 static void reply(int fd, const char *s, size_t n)
@@ -94,13 +150,14 @@ int tb_ctl_handle(struct tb_ctl_client *c, size_t (*report)(void *ctx, char *buf
 	ssize_t got = read(c->fd, c->req + c->n, sizeof(c->req) - 1 - c->n);
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return 0;
-	if (got <= 0) {
+	if (got < 0 || (got == 0 && !c->n)) {
 		close(c->fd);
 		return 1;
 	}
 	c->n += (size_t)got;
 	c->req[c->n] = '\0';
-	if (!memchr(c->req, '\n', c->n) && c->n < sizeof(c->req) - 1)
+	/* the end of the input ends the line too: a client may shut down its side without a newline */
+	if (got && !memchr(c->req, '\n', c->n) && c->n < sizeof(c->req) - 1)
 		return 0; /* the line is not complete yet */
 	c->req[strcspn(c->req, "\r\n")] = '\0';
 	if (!strcmp(c->req, "stat")) {

@@ -5,10 +5,23 @@
 #define TB_CTL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
-/* Creates and listens on path; -EADDRINUSE if a daemon already answers there.
- * A stale socket file (nobody listening) is replaced. Returns the fd or -errno. */
-int tb_ctl_listen(const char *path, char *err, size_t len);
+/* A listening control socket, and the file it made. */
+struct tb_ctl_sock {
+	int fd; /* -1: none */
+	dev_t dev;
+	ino_t ino;
+	char path[108];
+};
+
+/* Creates and listens on path; -EADDRINUSE if a daemon already answers
+ * there. Only a stale socket (nobody answers) is replaced: a symbolic link
+ * or any other file at path is refused (-EEXIST), never removed. Returns
+ * the fd or -errno. */
+int tb_ctl_listen(struct tb_ctl_sock *s, const char *path, char *err, size_t len);
+/* Closes it, and removes the socket file if it is still the one listen made. */
+void tb_ctl_unlisten(struct tb_ctl_sock *s);
 /* Accepts one client: returns its non-blocking fd, or -1 (none waiting, or
  * a peer that is not root: it is told so and hung up on). */
 int tb_ctl_accept(int lfd);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 
 #include "access.h"
 #include "ctl.h"
+#include "outfile.h"
 #include "exec.h"
 #include "live.h"
 #include "procfs.h"
@@ -54,6 +56,11 @@ int tb_run_config(const struct tb_run_opts *o, struct tb_dconfig *c, char *err, 
 			snprintf(err, len, "--set %s: %s", o->sets[i], msg);
 			return -EINVAL;
 		}
+	}
+	char msg[256];
+	if (tb_knobs_check(&c->knobs, msg, sizeof(msg))) {
+		snprintf(err, len, "knobs: %s", msg);
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < o->nr_pids && c->nr_pids < TB_DCFG_MAX_PIDS; i++)
 		c->pids[c->nr_pids++] = o->pids[i];
@@ -210,12 +217,29 @@ static int exec_start(const struct tb_run_opts *o, struct exec_state *x, struct 
 	}
 	x->stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	int logfd = -1;
-	if (o->exec_log) {
-		logfd = open(o->exec_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (logfd < 0) {
-			fprintf(stderr, "tierbal exec: --log %s: %s\n", o->exec_log, strerror(errno));
-			return 1;
+	if (o->exec_stats_file) { /* a path that cannot take the counters fails now, not after the program */
+		struct tb_outfile of;
+		if (tb_outfile_open(&of, o->exec_stats_file, err, sizeof(err))) {
+			fprintf(stderr, "tierbal exec: --stats=%s\n", err);
+			return 2;
 		}
+		tb_outfile_abort(&of);
+	}
+	if (o->exec_log) {
+		/* appended to; never through a symbolic link, and never a FIFO that would block */
+		logfd = open(o->exec_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+		struct stat sb;
+		if (logfd < 0 || fstat(logfd, &sb) || !(S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode))) {
+			fprintf(stderr, "tierbal exec: --log %s: %s\n", o->exec_log,
+				logfd < 0 && errno == ELOOP   ? "a symbolic link; the log is never written through links"
+				: logfd < 0 && errno == ENXIO ? "a FIFO nobody reads; give a file's path"
+				: logfd < 0		      ? strerror(errno)
+					    : "not a regular file or a device: give a file's path");
+			if (logfd >= 0)
+				close(logfd);
+			return 2;
+		}
+		fcntl(logfd, F_SETFL, O_APPEND); /* writes wait as usual from here on */
 	}
 	/* blocked before the fork, or a quick program's SIGCHLD is lost before signalfd exists */
 	sigset_t chld, mask;
@@ -385,7 +409,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 			fprintf(stderr, "%s: cgroup %s: cannot read its cgroup.procs: %s (is it a cgroup v2 "
 					"directory under /sys/fs/cgroup?)\n",
 				me, cfg.cgroup, strerror(-rc));
-			return 1;
+			return 2; /* a path that is not a cgroup: bad input */
 		}
 		free(m);
 	}
@@ -399,9 +423,19 @@ int tb_daemon_run(const struct tb_run_opts *o)
 			return 1;
 		}
 	}
+	/* the socket path is the user's business too, and is settled before a program starts */
+	struct tb_ctl_sock ctl = {.fd = -1};
+	if (cfg.socket[0]) {
+		int lrc = tb_ctl_listen(&ctl, cfg.socket, err, sizeof(err));
+		if (lrc < 0) {
+			fprintf(stderr, "%s: %s\n", me, err);
+			return lrc == -EEXIST || lrc == -ENAMETOOLONG ? 2 : 1; /* a path that cannot be a socket: bad input */
+		}
+	}
 	struct tb_topology topo;
 	if (tb_topology_read(&topo, "", err, sizeof(err))) {
 		fprintf(stderr, "%s: topology: %s\n", me, err);
+		tb_ctl_unlisten(&ctl);
 		return 1;
 	}
 	struct tb_access acc;
@@ -416,6 +450,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	}
 	if (arc) {
 		fprintf(stderr, "%s: no usable access sampler: %s\n", me, why);
+		tb_ctl_unlisten(&ctl);
 		return 1;
 	}
 	if (o->exec_argv) {
@@ -431,6 +466,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 				close(x.rtfd);
 			if (x.forkfd >= 0)
 				close(x.forkfd);
+			tb_ctl_unlisten(&ctl);
 			return rc;
 		}
 	}
@@ -438,7 +474,7 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		usable = check_targets(&cfg, me, usable_pid);
 	int rc = 0;
 	struct tb_live *l = NULL;
-	int lfd = -1, sfd = -1;
+	int lfd = ctl.fd, sfd = -1;
 	if (!o->exec_argv)
 		warn_kernel_balancing();
 	fprintf(stderr, "tierbal: sampler: %s\n", why);
@@ -465,14 +501,6 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
 		rc = 1;
 		goto out;
-	}
-	if (cfg.socket[0]) {
-		lfd = tb_ctl_listen(cfg.socket, err, sizeof(err));
-		if (lfd < 0) {
-			fprintf(stderr, "%s: %s\n", me, err);
-			rc = 1;
-			goto out;
-		}
 	}
 	sfd = setup_signals(o->exec_argv != NULL);
 	if (sfd < 0) {
@@ -585,24 +613,24 @@ int tb_daemon_run(const struct tb_run_opts *o)
 		}
 	}
 	status_line(l, why_stop);
-	if (o->exec_stats) {
-		int fd = o->exec_stats_file ? open(o->exec_stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-					    : x.stderr_fd;
-		if (fd < 0)
-			fprintf(stderr, "tierbal exec: --stats=%s: %s\n", o->exec_stats_file, strerror(errno));
-		print_stats(fd, l);
-		if (o->exec_stats_file && fd >= 0)
-			close(fd);
+	if (o->exec_stats && !o->exec_stats_file) {
+		print_stats(x.stderr_fd, l);
+	} else if (o->exec_stats) { /* whole or not at all: an old file stays if this fails */
+		struct tb_outfile of;
+		if (tb_outfile_open(&of, o->exec_stats_file, err, sizeof(err))) {
+			fprintf(stderr, "tierbal exec: --stats=%s\n", err);
+		} else {
+			print_stats(fileno(of.f), l);
+			if (tb_outfile_commit(&of, err, sizeof(err)))
+				fprintf(stderr, "tierbal exec: --stats: %s\n", err);
+		}
 	}
 	for (size_t i = 0; i < ncl; i++)
 		close(cl[i].fd);
 out:
 	if (sfd >= 0)
 		close(sfd);
-	if (lfd >= 0) {
-		close(lfd);
-		unlink(cfg.socket);
-	}
+	tb_ctl_unlisten(&ctl);
 	tb_live_free(l); /* the movers see their channels close and put parked pages back */
 	if (x.rtfd >= 0)
 		close(x.rtfd);
@@ -614,12 +642,13 @@ out:
 				;
 			x.exited = true;
 		}
+		/* into the log (or nowhere), as every message while the program runs: its stderr is its own */
+		if (rc)
+			fprintf(stderr, "tierbal exec: tierbal stopped managing the program early\n");
 		if (x.stderr_fd >= 0) {
 			dup2(x.stderr_fd, 2);
 			close(x.stderr_fd);
 		}
-		if (rc)
-			fprintf(stderr, "tierbal exec: tierbal stopped managing the program early (see the log)\n");
 		return exec_finish(&x);
 	}
 	return rc;

@@ -104,6 +104,21 @@ static bool on_targets(struct cfg *cf, struct tb_dconfig *c, const char *sec, co
 	return cfg_error(cf, sec, key, "unknown key (known: pid, cgroup)");
 }
 
+static bool on_section(struct cfg *cf, const char *sec)
+{
+	const char *rest;
+	if (!strcmp(sec, "daemon") || !strcmp(sec, "targets") || !strcmp(sec, "knobs"))
+		return true;
+	if (cfg_section_is(sec, "node", &rest)) {
+		char *end;
+		long n = strtol(rest, &end, 10);
+		if (end == rest || *end || n < 0 || n >= TB_DCFG_MAX_NODES)
+			return cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest, TB_DCFG_MAX_NODES - 1);
+		return true;
+	}
+	return cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");
+}
+
 static bool on_entry(struct cfg *cf, const char *sec, const char *key, const char *val)
 {
 	struct tb_dconfig *c = cf->user;
@@ -141,7 +156,7 @@ int tb_dconfig_parse(struct tb_dconfig *c, const char *label, const char *text, 
 	struct tb_dconfig tmp = *c; /* a bad file leaves c as it was */
 	tmp.nr_pids = 0;
 	tmp.cgroup[0] = '\0';
-	int rc = cfg_parse(label, text, on_entry, &tmp, err, errlen);
+	int rc = cfg_parse(label, text, on_entry, on_section, &tmp, err, errlen);
 	if (!rc)
 		*c = tmp;
 	return rc;

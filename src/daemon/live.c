@@ -69,6 +69,7 @@ struct tb_live {
 	int status[TB_MOVE_BATCH];
 	uint32_t qids[TB_MOVE_BATCH];
 	bool warned_full;
+	bool warned_nomem;
 	uint64_t machine_bytes; /* all memory of all nodes: no mapping larger than that is managed */
 };
 
@@ -90,6 +91,17 @@ static int push(struct pending *p, uint32_t v)
 	}
 	p->v[p->n++] = v;
 	return 0;
+}
+
+/* An allocation of a round failed: what it was for is skipped, counted and
+ * said once; the daemon goes on. */
+static void out_of_memory(struct tb_live *l, const char *what)
+{
+	l->c[TB_L_out_of_memory]++;
+	if (!l->warned_nomem)
+		fprintf(l->log, "tierbal: out of memory for %s: skipped (counter out_of_memory); tierbal goes on\n",
+			what);
+	l->warned_nomem = true;
 }
 
 /* ---- the kernel's side: Linux, unless a test says otherwise ---- */
@@ -186,7 +198,8 @@ static void move_run(struct tb_live *l, struct tb_target *t, const uint32_t *ids
 		}
 		/* not there: forget the page, the next round finds it where it really is */
 		status[i] = st < 0 ? st : -EAGAIN;
-		push(&l->gone, ids[i]);
+		if (push(&l->gone, ids[i])) /* the engine keeps its old view of the page a while */
+			out_of_memory(l, "the pages to forget");
 	}
 	if (rc == -ESRCH)
 		t->dead = true;
@@ -800,8 +813,13 @@ static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
 			}
 			l->ps[id] |= PS_SEEN | PS_YOUNG;
 			if (!uffd) { /* with a userfaultfd, hint faults come from it */
-				push(&l->faults, id);
-				push(&l->fault_write, (ps & PS_SEEN_W) != 0);
+				/* both or neither: the two lists stay the same length */
+				if (push(&l->faults, id)) {
+					out_of_memory(l, "the hint faults of a round");
+				} else if (push(&l->fault_write, (ps & PS_SEEN_W) != 0)) {
+					l->faults.n--;
+					out_of_memory(l, "the hint faults of a round");
+				}
 			}
 		}
 	}
@@ -1025,6 +1043,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		EMIT("uffd_register_errors %llu\n", (unsigned long long)us.register_errors);
 		EMIT("uffd_protected_pages %llu\n", (unsigned long long)us.protected_pages);
 		EMIT("uffd_arm_skipped %llu\n", (unsigned long long)us.arm_skipped);
+		EMIT("uffd_arm_unregistered %llu\n", (unsigned long long)us.arm_unregistered);
 		EMIT("uffd_queue_dropped %llu\n", (unsigned long long)us.queue_dropped);
 	}
 	EMIT("sampler %s\n", l->acc.ops->name);

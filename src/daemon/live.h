@@ -25,7 +25,7 @@
 	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
 	X(targets_refused) X(sample_rounds) X(sample_errors) X(dry_run_promote) X(dry_run_demote)   \
 	X(config_reloads) X(config_rejected) X(idmap_full) X(uffd_faults) X(uffd_rearmed) X(move_failed_calls) \
-	X(samples_disregarded)
+	X(samples_disregarded) X(out_of_memory)
 
 enum tb_live_counter {
 #define TB_LENUM(n) TB_L_##n,

@@ -112,6 +112,18 @@ void tb_knob_format(const struct tb_knobs *k, const struct tb_knob_desc *d, char
 		snprintf(buf, len, "%u", v);
 }
 
+int tb_knobs_check(const struct tb_knobs *k, char *err, size_t errlen)
+{
+	if (k->scan_period_min_ms > k->scan_period_max_ms) {
+		snprintf(err, errlen,
+			 "numa_balancing_scan_period_min_ms (%u) is above numa_balancing_scan_period_max_ms (%u); "
+			 "the shortest scan pass cannot be longer than the longest",
+			 k->scan_period_min_ms, k->scan_period_max_ms);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tb_knob_set(struct tb_knobs *k, const char *assignment, char *err, size_t errlen)
 {
 	const char *eq = strchr(assignment, '=');

@@ -59,6 +59,9 @@ uint32_t tb_knob_get(const struct tb_knobs *k, const struct tb_knob_desc *d);
 
 /* Parses "name=value"; on error returns -EINVAL and writes a message. */
 int tb_knob_set(struct tb_knobs *k, const char *assignment, char *err, size_t errlen);
+/* Checks what no single knob's range can: scan_period_min <= scan_period_max.
+ * 0, or -EINVAL with a message. */
+int tb_knobs_check(const struct tb_knobs *k, char *err, size_t errlen);
 /* Formats a knob's value ("v13" for the watermark mode, a number otherwise). */
 void tb_knob_format(const struct tb_knobs *k, const struct tb_knob_desc *d, char *buf, size_t len);
 

@@ -89,6 +89,21 @@ static bool node_entry(struct cfg *c, struct machine *m, const char *sec, const 
 	}
 }
 
+static bool machine_section(struct cfg *c, const char *sec)
+{
+	const char *id;
+	if (cfg_section_is(sec, "node", &id)) {
+		char *end;
+		unsigned long long n = strtoull(id, &end, 10);
+		if (*end || end == id || n >= TB_MAX_NODES)
+			return cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
+		return true;
+	}
+	if (strcmp(sec, "machine") != 0)
+		return cfg_error(c, sec, NULL, "unknown section (expected [machine] or [node N])");
+	return true;
+}
+
 static bool machine_entry(struct cfg *c, const char *sec, const char *key, const char *val)
 {
 	struct machine *m = c->user;
@@ -190,7 +205,7 @@ int machine_parse(struct machine *m, const char *label, const char *text, char *
 	m->syscall_ns = 250;
 	m->remote_socket_ns = 0;
 	snprintf(m->source, sizeof(m->source), "%s", label);
-	int rc = cfg_parse(label, text, machine_entry, m, err, errlen);
+	int rc = cfg_parse(label, text, machine_entry, machine_section, m, err, errlen);
 	if (rc)
 		return rc;
 	if (!m->name[0]) {

@@ -353,8 +353,17 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 		const struct proc_spec *ps = &w->proc[i];
 		struct proc *pr = &s->proc[i];
 		if (ps->cpu_node >= m->nr_nodes || !m->node[ps->cpu_node].cpus) {
-			snprintf(err, errlen, "workload %s: [process %s] cpu_node: node %u of machine %s has no CPUs",
-				 w->name, ps->name, ps->cpu_node, m->name);
+			char cpus[128] = "";
+			for (unsigned n = 0, k = 0; n < m->nr_nodes && k < sizeof(cpus) - 8; n++)
+				if (m->node[n].cpus)
+					k += (unsigned)snprintf(cpus + k, sizeof(cpus) - k, "%s%u", k ? ", " : "", n);
+			char at[32] = "";
+			if (ps->cpu_node_line)
+				snprintf(at, sizeof(at), ":%u", ps->cpu_node_line);
+			snprintf(err, errlen,
+				 "%s%s: [process %s] cpu_node: node %u of machine %s %s (nodes with CPUs: %s)", w->source,
+				 at, ps->name, ps->cpu_node, m->name, ps->cpu_node < m->nr_nodes ? "has no CPUs" : "does not exist",
+				 cpus);
 			return -EINVAL;
 		}
 		pr->cpu_node = ps->cpu_node;

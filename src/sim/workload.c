@@ -98,6 +98,7 @@ static bool proc_entry(struct cfg *c, struct workload *w, const char *sec, const
 		if (!cfg_u64(c, sec, key, val, 0, 6, &v))
 			return false;
 		p->cpu_node = (unsigned)v;
+		p->cpu_node_line = c->line;
 		return true;
 	}
 	if (!strcmp(key, "weight"))
@@ -164,6 +165,14 @@ static bool phase_entry(struct cfg *c, struct workload *w, const char *sec, cons
 				      "read_ratio)");
 }
 
+static bool workload_section(struct cfg *c, const char *sec)
+{
+	const char *name;
+	if (cfg_section_is(sec, "process", &name) || cfg_section_is(sec, "phase", &name) || !strcmp(sec, "workload"))
+		return true;
+	return cfg_error(c, sec, NULL, "unknown section (expected [workload], [process NAME], [phase NAME])");
+}
+
 static bool workload_entry(struct cfg *c, const char *sec, const char *key, const char *val)
 {
 	struct workload *w = c->user;
@@ -218,6 +227,12 @@ static int finish(struct workload *w, const char *label, char *err, size_t len)
 				snprintf(path, sizeof(path), "%s/%s", dirname(dir), p->trace_path);
 			}
 			char terr[512];
+			if (strlen(path) >= sizeof(p->trace_path)) {
+				snprintf(err, len, "%s: [process %s] trace: path too long (at most %zu bytes)", label,
+					 p->name, sizeof(p->trace_path) - 1);
+				return -EINVAL;
+			}
+			memcpy(p->trace_path, path, strlen(path) + 1); /* as opened, for the caller's checks */
 			if (trace_load(&p->trace, path, terr, sizeof(terr))) {
 				snprintf(err, len, "%s: [process %s] trace: %s", label, p->name, terr);
 				return -EINVAL;
@@ -265,7 +280,7 @@ int workload_parse(struct workload *w, const char *label, const char *text, char
 	w->duration_s = 30;
 	w->interval_s = 1;
 	snprintf(w->source, sizeof(w->source), "%s", label);
-	int rc = cfg_parse(label, text, workload_entry, w, err, errlen);
+	int rc = cfg_parse(label, text, workload_entry, workload_section, w, err, errlen);
 	if (!rc)
 		rc = finish(w, label, err, errlen);
 	if (rc)

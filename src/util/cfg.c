@@ -1,18 +1,44 @@
 #include "cfg.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct reader {
 	const char *p;
 	struct cfg *c;
 };
+
+static void empty_section(struct cfg *c)
+{
+	if (c->open_line && !c->failed) {
+		snprintf(c->err, c->errlen, "%s:%u: [%s]: empty section (no key = value line follows it)", c->file,
+			 c->open_line, c->open_section);
+		c->failed = true;
+	}
+}
+
+/* A [section] line, as inih will read it: checked, and open until a key. */
+static void section_line(struct cfg *c, const char *line)
+{
+	line += strspn(line, " \t");
+	const char *end = line[0] == '[' ? strchr(line, ']') : NULL;
+	if (!end || c->failed)
+		return;
+	empty_section(c);
+	snprintf(c->open_section, sizeof(c->open_section), "%.*s", (int)(end - line - 1), line + 1);
+	c->open_line = c->line;
+	if (c->section_ok && !c->section_ok(c, c->open_section))
+		c->failed = true;
+}
 
 /* inih asks for one line at a time; counting them here gives the handler
  * the line it is looking at. */
@@ -30,6 +56,7 @@ static char *read_line(char *buf, int size, void *stream)
 	}
 	buf[i] = '\0';
 	r->c->line++;
+	section_line(r->c, buf);
 	if (i == size - 1 && buf[i - 1] != '\n' && *r->p && !r->c->failed) {
 		snprintf(r->c->err, r->c->errlen, "%s:%u: line longer than %d characters", r->c->file, r->c->line,
 			 size - 2);
@@ -43,15 +70,19 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	struct cfg *c = user;
 	if (c->failed)
 		return 1;
+	c->open_line = 0;
 	return c->handler(c, section, name, value) ? 1 : 0;
 }
 
-int cfg_parse(const char *label, const char *text, cfg_handler h, void *user, char *err, size_t errlen)
+int cfg_parse(const char *label, const char *text, cfg_handler h, cfg_section_check check, void *user, char *err,
+	      size_t errlen)
 {
-	struct cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h};
+	struct cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h, .section_ok = check};
 	struct reader r = {text, &c};
 	err[0] = '\0';
 	int rc = ini_parse_stream(read_line, &r, on_entry, &c);
+	if (!rc)
+		empty_section(&c);
 	if (c.failed)
 		return -EINVAL;
 	if (rc != 0) {
@@ -127,17 +158,25 @@ bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val
 }
 
 #define CFG_MAX_STREAM (64u << 20)
+#define CFG_STREAM_WAIT_MS 10000 /* a pipe or device that says nothing for this long is given up on */
 
 char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* non-blocking open: a FIFO without a writer must not hang here */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
-	/* a pipe or device (/dev/stdin, <(...)) is read up to a cap: /dev/zero must not eat the machine */
 	struct stat sb;
-	bool capped = fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode);
+	if (fstat(fd, &sb) || S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, S_ISDIR(sb.st_mode) ? "a directory" : strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	/* a pipe or device (/dev/stdin, <(...)) is read up to a cap, each read waiting a bounded time:
+	 * /dev/zero must not eat the machine, a silent FIFO must not hold it */
+	bool capped = !S_ISREG(sb.st_mode);
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
 	const char *why = NULL;
@@ -159,21 +198,31 @@ char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 			buf = nb;
 			cap *= 2;
 		}
-		size_t got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0) {
-			if (ferror(f))
-				why = strerror(errno);
-			break;
+		if (capped) {
+			struct pollfd pf = {.fd = fd, .events = POLLIN};
+			int pr = poll(&pf, 1, CFG_STREAM_WAIT_MS);
+			if (pr == 0) {
+				why = "not a regular file, and nothing came from it for 10 s (a FIFO nobody writes?)";
+				break;
+			}
+			if (pr < 0 && errno == EINTR)
+				continue;
 		}
+		ssize_t got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0)
+			why = strerror(errno);
+		if (got <= 0)
+			break;
+		n += (size_t)got;
 	}
+	close(fd);
 	if (why) {
 		snprintf(err, errlen, "%s: cannot read: %s", path, why);
 		free(buf);
-		fclose(f);
 		return NULL;
 	}
-	fclose(f);
 	buf[n] = '\0';
 	if (memchr(buf, '\0', n)) {
 		snprintf(err, errlen, "%s: contains a NUL byte; expected a text file", path);

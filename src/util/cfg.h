@@ -8,6 +8,8 @@
 
 struct cfg;
 typedef bool (*cfg_handler)(struct cfg *c, const char *section, const char *key, const char *value);
+/* Called at each [section] line: false (after cfg_error) refuses the section. */
+typedef bool (*cfg_section_check)(struct cfg *c, const char *section);
 
 struct cfg {
 	const char *file; /* label used in messages: a path or "builtin:NAME" */
@@ -17,10 +19,16 @@ struct cfg {
 	bool failed;
 	void *user;
 	cfg_handler handler;
+	cfg_section_check section_ok;
+	char open_section[128]; /* the last [section] line, until its first key arrives */
+	unsigned open_line;
 };
 
-/* Parses text; the handler returns false after calling cfg_error. 0 or -EINVAL. */
-int cfg_parse(const char *label, const char *text, cfg_handler h, void *user, char *err, size_t errlen);
+/* Parses text; the handler returns false after calling cfg_error, and so
+ * does check for a section it does not know. A section without any key is
+ * refused too (an empty one is a typo or a leftover). 0 or -EINVAL. */
+int cfg_parse(const char *label, const char *text, cfg_handler h, cfg_section_check check, void *user, char *err,
+	      size_t errlen);
 
 bool cfg_error(struct cfg *c, const char *section, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -27,7 +27,25 @@ check "unknown command" 2 "unknown command 'frob'" -- "$TB" frob
 check "version" 0 "^tierbal [0-9]" -- "$TB" --version
 check "sim help" 0 "--machine NAME\|FILE" -- "$TB" sim --help
 check "unknown option" 2 "unknown option" -- "$TB" sim --bogus
-check "missing value" 2 "missing" -- "$TB" sim --policy
+check "missing value" 2 "tierbal sim: --policy needs a value" -- "$TB" sim --policy
+check "missing value, short" 2 "tierbal sim: -m needs a value" -- "$TB" sim -m
+check "duration too long" 2 "'1e12' is not a number from 0.001 to 1e\+07" -- "$TB" sim --duration 1e12
+check "empty policy entry" 2 "'always,,' has an empty entry" -- "$TB" sim --policy always,,
+check "scan periods crossed" 2 "numa_balancing_scan_period_min_ms \(70000\) is above numa_balancing_scan_period_max_ms" -- \
+	"$TB" sim --set numa_balancing_scan_period_min_ms=70000
+printf '[machine]\nname = m\n[node 0]\ncapacity_mib = 1024\n[nodes]\n' >"$TMP/emptysec.ini"
+check "empty unknown section" 2 "emptysec.ini:5: \[nodes\]: unknown section" -- "$TB" sim --machine "$TMP/emptysec.ini"
+printf '[workload]\nname = w\n[process p]\nanon_mib = 64\n\n[phase later]\n' >"$TMP/emptyphase.ini"
+check "empty section" 2 "emptyphase.ini:6: \[phase later\]: empty section" -- "$TB" sim --workload "$TMP/emptyphase.ini"
+printf '[workload]\nname = w\n[process p]\nanon_mib = 64\ncpu_node = 5\n' >"$TMP/cpunode.ini"
+"$TB" sim --workload "$TMP/cpunode.ini" --quiet >"$TMP/out" 2>"$TMP/err"
+[ $? = 2 ] && [ "$(grep -c 'cpunode.ini:5: \[process p\] cpu_node: node 5 of machine small does not exist' "$TMP/err")" = 1 ] \
+	&& [ "$(wc -l <"$TMP/err")" = 1 ] && { echo "ok   cpu_node outside the machine: file:line, said once"; pass=$((pass + 1)); } \
+	|| { echo "FAIL cpu_node outside the machine"; sed 's/^/  | /' "$TMP/err"; fail=$((fail + 1)); }
+mkfifo "$TMP/fifo"
+check "a FIFO nobody writes" 2 "fifo: cannot read: not a regular file, and nothing came from it for 10 s" -- \
+	timeout 60 "$TB" sim --machine "$TMP/fifo"
+check "a directory as input" 2 "cannot read: a directory" -- "$TB" sim --machine "$TMP"
 check "bad policy" 2 "'fast' is not a policy" -- "$TB" sim --policy fast
 check "bad format" 2 "'xml' is not table, csv or json" -- "$TB" sim --format xml
 check "bad duration" 2 "--duration: '-1'" -- "$TB" sim --duration -1
@@ -43,7 +61,41 @@ check "list" 0 "hot-threshold" -- "$TB" sim --list
 grep -q "numa_balancing_promote_rate_limit_MBps *65536" "$TMP/out" && grep -q "optane-2s" "$TMP/out" && grep -q "tpp-mix" "$TMP/out" \
 	&& { echo "ok   list names machines, workloads, knobs"; pass=$((pass + 1)); } \
 	|| { echo "FAIL list content"; fail=$((fail + 1)); }
-check "unwritable out" 2 "cannot write /nonexistent/dir/x" -- "$TB" sim --out /nonexistent/dir/x --duration 0.1 --quiet
+check "unwritable out" 2 "/nonexistent/dir/x: cannot create a file beside it" -- "$TB" sim --out /nonexistent/dir/x --duration 0.1 --quiet
+
+# an output file appears whole or not at all, and never replaces an input or a link
+keep_old() { # keep_old NAME FILE: FILE still says OLD, and no temporary file is left beside it
+	if [ "$(cat "$2")" = OLD ] && [ -z "$(find "$(dirname "$2")" -name ".$(basename "$2").*")" ]; then
+		echo "ok   $1"; pass=$((pass + 1))
+	else
+		echo "FAIL $1: $(head -c 80 "$2"; ls -a "$(dirname "$2")" | grep -F ".$(basename "$2")." | head -3)"; fail=$((fail + 1))
+	fi
+}
+mkdir "$TMP/o"
+echo OLD >"$TMP/o/res"
+check "run fails after the inputs" 2 "workload huge needs" -- "$TB" sim --workload "$DATA/huge.ini" --quiet --out "$TMP/o/res"
+keep_old "a failed run keeps the old output" "$TMP/o/res"
+"$TB" sim --duration 30 --quiet --out "$TMP/o/res" & simpid=$!
+for _ in $(seq 200); do [ -n "$(find "$TMP/o" -name '.res.*')" ] && break; sleep 0.05; done
+kill -TERM "$simpid"; wait "$simpid"
+keep_old "SIGTERM keeps the old output" "$TMP/o/res"
+( trap '' XFSZ; exec prlimit --fsize=2048 "$TB" sim --duration 2 --quiet --format json --out "$TMP/o/res" ) >"$TMP/out" 2>"$TMP/err"
+[ $? = 1 ] && grep -q "writing $TMP/o/res failed: File too large; the file is as it was" "$TMP/err" \
+	&& { echo "ok   a full disk is an error"; pass=$((pass + 1)); } || { echo "FAIL full disk"; cat "$TMP/err"; fail=$((fail + 1)); }
+keep_old "a full disk keeps the old output" "$TMP/o/res"
+cp "$DATA/../../data/machines/small.ini" "$TMP/o/m.ini"
+check "out naming the machine file" 2 "--out $TMP/o/m.ini: that is the machine file this run reads" -- \
+	"$TB" sim --machine "$TMP/o/m.ini" --out "$TMP/o/m.ini"
+cmp -s "$DATA/../../data/machines/small.ini" "$TMP/o/m.ini" && { echo "ok   the input stays"; pass=$((pass + 1)); } || { echo "FAIL input changed"; fail=$((fail + 1)); }
+ln -s res "$TMP/o/link"
+check "out through a link" 2 "a symbolic link; output is never written through links" -- "$TB" sim --duration 0.1 --quiet --out "$TMP/o/link"
+keep_old "the link's target stays" "$TMP/o/res"
+check "out a directory" 2 "not a regular file" -- "$TB" sim --duration 0.1 --quiet --out "$TMP/o"
+chmod 640 "$TMP/o/res"
+check "out replaced" 0 "" -- "$TB" sim --duration 0.1 --quiet --out "$TMP/o/res"
+grep -q "^oracle" "$TMP/o/res" && [ "$(stat -c %a "$TMP/o/res")" = 640 ] \
+	&& { echo "ok   a finished run replaces the file, keeping its mode"; pass=$((pass + 1)); } \
+	|| { echo "FAIL replaced output"; fail=$((fail + 1)); }
 
 # a short real run in every format
 check "table" 0 "" -- "$TB" sim --duration 2 --quiet --out "$TMP/t1"
@@ -109,11 +161,26 @@ printf '[daemon]\nsample_ms = fast\n' >"$TMP/bad.ini"
 check "run garbage config" 2 "bad.ini:2: \[daemon\] sample_ms: 'fast' is not a whole number" -- "$TB" run --pid 1 --config "$TMP/bad.ini"
 check "run missing config" 2 "/nonexistent.ini: cannot open" -- "$TB" run --pid 1 --config /nonexistent.ini
 check "run no such pid" 1 "pid 4194304: no such process" -- "$TB" run --pid 4194304 --once --socket "$TMP/s.sock"
-check "run unreadable cgroup" 1 "cgroup $TMP/nocg: cannot read its cgroup.procs" -- "$TB" run --cgroup "$TMP/nocg" --socket "$TMP/s.sock"
+check "run unreadable cgroup" 2 "cgroup $TMP/nocg: cannot read its cgroup.procs" -- "$TB" run --cgroup "$TMP/nocg" --socket "$TMP/s.sock"
 check "exec help" 0 "--window-kb KB" -- "$TB" exec --help
 check "exec listed in help" 0 "exec     run a program under tierbal" -- "$TB" help
 check "exec bad window" 2 "--window-kb '48' is not a power of two from 4 to 2048" -- "$TB" exec --window-kb 48 -- true
 check "exec unknown option" 2 "unknown" -- "$TB" exec --bogus -- true
+# a socket path never removes what is not a stale socket
+echo IMPORTANT >"$TMP/f"
+check "exec socket on a file" 2 "control socket $TMP/f: a file that is not a socket is there" -- "$TB" exec --socket "$TMP/f" -- true
+printf '[daemon]\nsocket = %s\n' "$TMP/f" >"$TMP/sockcfg.ini"
+check "run socket on a file" 2 "a file that is not a socket is there" -- "$TB" run --pid $$ --once --config "$TMP/sockcfg.ini"
+check "exec socket on a file, from the configuration" 2 "a file that is not a socket is there" -- \
+	"$TB" exec --config "$TMP/sockcfg.ini" -- true
+ln -s f "$TMP/flink"
+check "run socket on a link" 2 "a symbolic link is there" -- "$TB" run --pid $$ --once --socket "$TMP/flink"
+[ "$(cat "$TMP/f")" = IMPORTANT ] && [ -L "$TMP/flink" ] && { echo "ok   the file and the link stay"; pass=$((pass + 1)); } \
+	|| { echo "FAIL the socket path removed a file"; fail=$((fail + 1)); }
+check "exec stats through a link" 2 "a symbolic link" -- "$TB" exec --stats="$TMP/flink" -- true
+check "exec log through a link" 2 "a symbolic link" -- "$TB" exec --log "$TMP/flink" -- true
+[ "$(cat "$TMP/f")" = IMPORTANT ] && { echo "ok   exec wrote nothing through links"; pass=$((pass + 1)); } \
+	|| { echo "FAIL exec wrote through a link"; fail=$((fail + 1)); }
 check "stat without daemon" 1 "no tierbal daemon at $TMP/s.sock" -- "$TB" stat --socket "$TMP/s.sock"
 check "stat bad argument" 2 "unknown argument '--xml'" -- "$TB" stat --xml
 # privilege: without CAP_SYS_NICE tierbal moves nothing, whatever it is asked to manage

@@ -68,8 +68,9 @@ static void test_config(void **state)
 		{"[daemon]\npolicy = nonsense\n", "bad.ini:2: [daemon] policy: unknown policy 'nonsense'"},
 		{"[daemon]\nsocket = relative\n", "bad.ini:2: [daemon] socket: 'relative' is not an absolute path"},
 		{"[knobs]\nno_such_knob = 1\n", "bad.ini:2: [knobs] no_such_knob: "},
-		{"[node x]\ntier = 1\n", "bad.ini:2: [node x]: 'x' is not a node number"},
-		{"[elsewhere]\na = 1\n", "bad.ini:2: [elsewhere]: unknown section"},
+		{"[node x]\ntier = 1\n", "bad.ini:1: [node x]: 'x' is not a node number"},
+		{"[elsewhere]\na = 1\n", "bad.ini:1: [elsewhere]: unknown section"},
+		{"[daemon]\nsample_ms = 50\n[targets]\n", "bad.ini:3: [targets]: empty section"},
 		{"just text\n", "bad.ini:1: not an INI line"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -259,12 +260,13 @@ static void test_ctl(void **state)
 	(void)state;
 	char path[64], err[256];
 	snprintf(path, sizeof(path), "/tmp/tb-ctl-%d.sock", (int)getpid());
-	int lfd = tb_ctl_listen(path, err, sizeof(err));
+	struct tb_ctl_sock cs, cs2;
+	int lfd = tb_ctl_listen(&cs, path, err, sizeof(err));
 	assert_true(lfd >= 0);
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
-	assert_int_equal(tb_ctl_listen(path, err, sizeof(err)), -EADDRINUSE);
+	assert_int_equal(tb_ctl_listen(&cs2, path, err, sizeof(err)), -EADDRINUSE);
 	assert_non_null(strstr(err, "another tierbal daemon"));
 	int probe = tb_ctl_accept(lfd); /* that check connected once: its hung-up connection is first in line */
 	assert_true(probe >= 0);
@@ -302,14 +304,78 @@ static void test_ctl(void **state)
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	close(lfd);
-	/* a stale socket (nobody listening) is replaced */
-	lfd = tb_ctl_listen(path, err, sizeof(err));
+	/* a stale socket (nobody listening) is replaced, and removed at the end */
+	lfd = tb_ctl_listen(&cs, path, err, sizeof(err));
 	assert_true(lfd >= 0);
-	close(lfd);
-	unlink(path);
+	/* a request ended by the end of the input, without a newline, is answered */
+	pid_t c = fork();
+	if (c == 0) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) || write(fd, "stat", 4) != 4 ||
+		    shutdown(fd, SHUT_WR))
+			_exit(2);
+		char buf[128];
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		_exit(n > 0 && !strncmp(buf, "pgpromote_success 7", 19) ? 0 : 1);
+	}
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(lfd, &rd);
+	assert_true(select(lfd + 1, &rd, NULL, NULL, NULL) == 1);
+	int fd = tb_ctl_accept(lfd);
+	assert_true(fd >= 0);
+	struct tb_ctl_client ec = {.fd = fd};
+	for (;;) {
+		fd_set cr;
+		FD_ZERO(&cr);
+		FD_SET(fd, &cr);
+		assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1);
+		if (tb_ctl_handle(&ec, fake_report, NULL))
+			break;
+	}
+	int st;
+	waitpid(c, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	tb_ctl_unlisten(&cs);
+	assert_int_equal(lstat(path, &sb), -1);
 	char *ans;
 	assert_int_equal(tb_ctl_request(path, "stat", &ans, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "no tierbal daemon"));
+
+	/* anything at the path that is not a stale socket is refused and left as it was */
+	FILE *f = fopen(path, "w");
+	fputs("IMPORTANT\n", f);
+	fclose(f);
+	assert_int_equal(tb_ctl_listen(&cs, path, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "not a socket"));
+	char link[80];
+	snprintf(link, sizeof(link), "%s.link", path);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(tb_ctl_listen(&cs, link, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "symbolic link"));
+	assert_int_equal(lstat(link, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+	unlink(link);
+	char text[32] = "";
+	f = fopen(path, "r");
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "IMPORTANT\n");
+	unlink(path);
+
+	/* a file that replaced the socket while the daemon ran stays at the end */
+	lfd = tb_ctl_listen(&cs, path, err, sizeof(err));
+	assert_true(lfd >= 0);
+	unlink(path);
+	f = fopen(path, "w");
+	fputs("IMPORTANT\n", f);
+	fclose(f);
+	tb_ctl_unlisten(&cs);
+	assert_int_equal(lstat(path, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	unlink(path);
 }
 
 /* ---- DAMON against a fake sysfs tree ---- */

@@ -25,6 +25,7 @@
 
 #include "exec.h"
 #include "live.h"
+#include "maps.h"
 #include "rt_proto.h"
 #include "uffd.h"
 
@@ -605,6 +606,180 @@ static void test_exec_node_filling(void **state)
 	stop(l, f);
 }
 
+/* A registration that met a hole: UFFDIO_REGISTER succeeds over a range
+ * with an unmapped stretch, and a mapping made there later is not
+ * registered. The kernel checks only the destination of a move, so parking
+ * a page of that mapping would leave a hole the program reads as zeros with
+ * no fault to bring it back. The runtime's mover must refuse it; the
+ * registered rest parks and comes back when read. */
+static void test_exec_park_only_registered(void **state)
+{
+	(void)state;
+	const char *rt = getenv("TB_RT_LIB");
+	if (!rt)
+		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
+	char name[108], fname[128], err[256];
+	int lfd = tb_exec_listen(name, sizeof(name), err, sizeof(err));
+	snprintf(fname, sizeof(fname), "%s%s", name, TB_RT_FORK_SUFFIX);
+	int ffd = tb_exec_listen_at(fname, err, sizeof(err));
+	assert_true(lfd >= 0 && ffd >= 0);
+	const size_t chunk = 16 * 4096;
+	char *r = mmap(NULL, 2 * chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(r != MAP_FAILED);
+	madvise(r, 2 * chunk, MADV_NOHUGEPAGE);
+	int cmd[2], ack[2];
+	assert_int_equal(pipe(cmd), 0);
+	assert_int_equal(pipe(ack), 0);
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(r, 1, 2 * chunk);
+		setenv(TB_RT_ENV_SOCKET, name, 1);
+		setenv(TB_RT_ENV_PARK, "1", 1);
+		if (!dlopen(rt, RTLD_NOW))
+			_exit(1);
+		char b = 'h';
+		munmap(r, chunk); /* the hole the registration meets */
+		if (write(ack[1], &b, 1) != 1 || read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		char *n = mmap(r, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (n != r)
+			_exit(2);
+		madvise(n, chunk, MADV_NOHUGEPAGE);
+		memset(n, 7, chunk);
+		if (write(ack[1], &b, 1) != 1 || read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		size_t bad = 0;
+		for (size_t i = 0; i < chunk; i += 512)
+			bad += (n[i] != 7) + (r[chunk + i] != 1);
+		_exit(bad ? 3 : 0);
+	}
+	struct pollfd pf = {lfd, POLLIN, 0};
+	pid_t from;
+	int uffd = -1, chan = -1;
+	struct tb_rt_hello h;
+	assert_int_equal(poll(&pf, 1, 10000), 1);
+	assert_int_equal(tb_exec_accept(lfd, &from, &uffd, &chan, &h), 0);
+	assert_int_equal(from, c);
+	if (uffd < 0 || !h.park_addr)
+		fail_msg("the runtime set up no park area (uffd %d, error %s)", uffd, strerror(h.park_err ? h.park_err : h.err));
+	struct tb_uffd *u;
+	struct tb_uffd_park park = {.fork_fd = ffd, .park_ns = 60000000000ull, .max_slots = 64};
+	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
+	struct tb_uffd_rt rd = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
+				.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
+				.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
+	assert_int_equal(tb_uffd_attach(u, c, uffd, &rd), 0);
+	char b;
+	assert_int_equal(read(ack[0], &b, 1), 1);
+	/* the maps as read before the hole: both chunks, one mapping */
+	struct tb_vma v = {.start = (uintptr_t)r, .end = (uintptr_t)r + 2 * chunk, .readable = true, .writable = true,
+			   .private = true, .anon = true};
+	assert_int_equal(tb_uffd_sync(u, c, &v, 1), 0); /* the kernel says yes: it registered the second chunk */
+	assert_int_equal(write(cmd[1], &b, 1), 1);
+	assert_int_equal(read(ack[0], &b, 1), 1); /* the first chunk is mapped again and written */
+	assert_int_equal(tb_uffd_arm(u, c, (uintptr_t)r, 2 * chunk, 1), 0);
+	assert_int_equal(write(cmd[1], &b, 1), 1);
+	int status;
+	assert_int_equal(waitpid(c, &status, 0), c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("the program read wrong data (status %d): a page was parked from a mapping not registered", status);
+	struct tb_uffd_stats st;
+	tb_uffd_stats(u, &st);
+	assert_int_equal(st.arm_unregistered, chunk / 4096); /* the mapping in the hole: left alone */
+	assert_int_equal(st.park.windows, chunk / 4096);   /* the registered chunk, page by page */
+	assert_int_equal(st.park.restored, chunk / 4096);  /* and back when read */
+	assert_int_equal(st.park.lost, 0);
+	tb_uffd_free(u);
+	close(lfd);
+	close(ffd);
+	close(cmd[0]);
+	close(cmd[1]);
+	close(ack[0]);
+	close(ack[1]);
+	munmap(r, 2 * chunk);
+}
+
+/* Fault injection: this test is linked with --wrap for malloc, calloc and
+ * realloc, so that every allocation of the live path (tierbal's code, not
+ * the C library's own) can be made to fail. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+static _Atomic long fail_at = -1, allocs;
+static bool fail_now(void)
+{
+	return fail_at >= 0 && allocs++ == fail_at;
+}
+void *__wrap_malloc(size_t n)
+{
+	return fail_now() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return fail_now() ? NULL : __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+	return fail_now() ? NULL : __real_realloc(p, n);
+}
+
+/* The daemon's set-up and its rounds with each of their allocations failing
+ * in turn, one per run: every run either fails with -ENOMEM where it cannot
+ * start, or goes on with the engine's invariants intact (ASan sees any read
+ * out of bounds), and a run where nothing failed still promotes the hot pages. */
+static void test_every_allocation_fails(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
+	for (int i = 0; i < 2; i++)
+		topo.node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
+						     .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
+						     .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+	struct tb_dconfig dc;
+	tb_dconfig_default(&dc);
+	dc.knobs.scan_delay_ms = 0;
+	dc.knobs.scan_period_min_ms = 10;
+	dc.knobs.scan_period_max_ms = 200;
+	FILE *log = fopen("/dev/null", "w");
+	assert_non_null(log);
+	long k = 0, refused = 0, survived = 0;
+	for (;; k++) {
+		for (unsigned i = 0; i < PAGES; i++)
+			f->node[i] = 1;
+		char err[512];
+		struct tb_live *l;
+		allocs = 0;
+		fail_at = k;
+		int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){&all_hot, f}, "fake", NULL, log, err, sizeof(err));
+		if (!rc) {
+			tb_live_set_mem_ops(l, &fake_mem, f);
+			rc = tb_live_add(l, f->child, false, err, sizeof(err));
+			if (!rc)
+				rounds(l, f, 200, all_fast); /* fails the test if an invariant breaks */
+			survived += !rc;
+			if (!rc && allocs <= k) /* nothing failed: the run did its job */
+				assert_true(all_fast(f));
+			if (!rc && allocs > k && k > 0)
+				assert_true(tb_live_counter(l, TB_L_out_of_memory) > 0 || all_fast(f));
+			tb_live_free(l);
+		}
+		if (rc) {
+			assert_int_equal(rc, -ENOMEM);
+			refused++;
+		}
+		bool injected = allocs > k;
+		fail_at = -1;
+		if (!injected)
+			break; /* the whole run allocated fewer times than k: each allocation has failed once */
+	}
+	fclose(log);
+	assert_true(k > 3 && refused > 0 && survived > 0);
+	stop(NULL, f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,7 +787,8 @@ int main(void)
 		cmocka_unit_test(test_full_fast_node), cmocka_unit_test(test_failing_calls),
 		cmocka_unit_test(test_exit_before_move), cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_exec_node_filling), cmocka_unit_test(test_hot_pages_stay),
-		cmocka_unit_test(test_unreliable_samples),
+		cmocka_unit_test(test_unreliable_samples), cmocka_unit_test(test_every_allocation_fails),
+		cmocka_unit_test(test_exec_park_only_registered),
 	};
 	if (getenv("TB_TEST_SKIP")) /* scripts/valgrind.sh: valgrind has no userfaultfd */
 		cmocka_set_skip_filter(getenv("TB_TEST_SKIP"));

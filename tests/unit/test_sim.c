@@ -61,7 +61,9 @@ static void test_machine_parse(void **state)
 	expect_machine_error("[machine]\nname = x\n\n[node 0]\nbogus = 1\n", "m.ini:5: [node 0] bogus: unknown key");
 	expect_machine_error("[machine]\nname = x\n[node 0]\nread_ns = fast\n", "m.ini:4: [node 0] read_ns: 'fast'");
 	expect_machine_error("[machine]\nname = x\n[node 0]\nread_ns = 1\nread_ns = 2\n", "m.ini:5: [node 0] read_ns: set twice");
-	expect_machine_error("[gpu]\nx = 1\n", "m.ini:2: [gpu]: unknown section");
+	expect_machine_error("[gpu]\nx = 1\n", "m.ini:1: [gpu]: unknown section");
+	expect_machine_error("[machine]\nname = m\n[gpu]\n", "m.ini:3: [gpu]: unknown section");
+	expect_machine_error("[machine]\nname = m\n[node 0]\n\n", "m.ini:3: [node 0]: empty section");
 	expect_machine_error("[machine]\nname = x\nthis is not ini\n", "m.ini:3: not an INI line");
 	expect_machine_error("[machine]\nname = x\n[node 0]\ncpus = yes\ncapacity_mib = 64\n", "at least two [node N]");
 	expect_machine_error("[machine]\nname = x\n[node 0]\ncpus = yes\ncapacity_mib = 64\n[node 1]\n"
