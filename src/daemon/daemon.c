@@ -478,6 +478,14 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	if (!o->exec_argv)
 		warn_kernel_balancing();
 	fprintf(stderr, "tierbal: sampler: %s\n", why);
+	/* before any thread starts (the fault thread): a thread that does not block them would take
+	 * SIGTERM's default action for the whole process, and tierbal exec would not pass it on */
+	sfd = setup_signals(o->exec_argv != NULL);
+	if (sfd < 0) {
+		fprintf(stderr, "%s: signalfd: %s\n", me, strerror(errno));
+		rc = 1;
+		goto out;
+	}
 	struct tb_uffd *uffd = NULL;
 	struct tb_uffd_park park = {.fork_fd = x.forkfd, .max_slots = TB_EXEC_PARK_SLOTS,
 				    /* then a window goes back write-protected: a later access would be cold anyway */
@@ -499,12 +507,6 @@ int tb_daemon_run(const struct tb_run_opts *o)
 	tb_live_refresh(l, cfg.cgroup);
 	if (!tb_live_nr_targets(l) && !cfg.cgroup[0] && !o->exec_argv) {
 		fprintf(stderr, "tierbal run: none of the given processes can be managed\n");
-		rc = 1;
-		goto out;
-	}
-	sfd = setup_signals(o->exec_argv != NULL);
-	if (sfd < 0) {
-		fprintf(stderr, "%s: signalfd: %s\n", me, strerror(errno));
 		rc = 1;
 		goto out;
 	}

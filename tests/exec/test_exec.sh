@@ -199,6 +199,19 @@ rc=$?
 [ $? = 42 ] && ok "the program's exit status is tierbal's" || bad "exit status not passed on"
 ("$TB" exec -- sh -c 'kill -TERM $$') 2>/dev/null
 [ $? = 143 ] && ok "death by a signal is passed on (SIGTERM: 143)" || bad "signal death not passed on"
+# SIGTERM and SIGHUP sent to tierbal exec go to the program, which ends as it chooses; tierbal stays
+# until then (its fault thread must not take the signal's default action for the whole process)
+for sig in TERM HUP; do
+	rm -f "$TMP/sig.log"
+	"$TB" exec --log "$TMP/sig.log" -- sh -c "trap 'echo got-$sig; exit 7' $sig; while :; do sleep 0.05; done" >out 2>err &
+	tb=$!
+	for _ in $(seq 400); do grep -q "tierbal: running" "$TMP/sig.log" 2>/dev/null && break; sleep 0.05; done
+	kill -"$sig" "$tb"
+	wait "$tb"
+	rc=$?
+	[ $rc = 7 ] && [ "$(cat out)" = "got-$sig" ] && ok "SIG$sig to tierbal exec is passed on to the program" ||
+		bad "SIG$sig to tierbal exec: status $rc, output '$(cat out)'"
+done
 "$TB" exec --log "$TMP/static.log" -- /bin/busybox true 2>/dev/null
 if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
 	grep -q "statically linked: LD_PRELOAD cannot reach it" "$TMP/static.log" &&
