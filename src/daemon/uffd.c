@@ -344,12 +344,16 @@ static bool fill(struct proc *p)
 		if (p->capq - p->nq < 64) {
 			size_t cap = p->capq ? p->capq * 2 : 128;
 			struct uffd_msg *q = realloc(p->q, cap * sizeof(*q));
-			if (!q)
-				return got;
-			p->q = q;
-			p->capq = cap;
+			if (q) {
+				p->q = q;
+				p->capq = cap;
+			}
 		}
-		ssize_t r = read(p->fd, p->q + p->nq, 64 * sizeof(*p->q));
+		/* out of memory: what room is left, so that faults still get served */
+		size_t room = p->capq - p->nq < 64 ? p->capq - p->nq : 64;
+		if (!room)
+			return got;
+		ssize_t r = read(p->fd, p->q + p->nq, room * sizeof(*p->q));
 		if (r <= 0)
 			return got;
 		p->nq += (size_t)r / sizeof(*p->q);
@@ -662,13 +666,17 @@ int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, const struct tb_uffd_rt
 	if (p)
 		drop(u, p); /* an exec: the old memory is gone with its userfaultfd */
 	p = find(u, 0);
-	if (!p) {
+	/* the backlog's first room, now: without it no fault could be read */
+	struct uffd_msg *q = p ? malloc(128 * sizeof(*q)) : NULL;
+	if (!q) {
 		close(fd);
 		if (chan >= 0)
 			close(chan);
-		return -ENOSPC;
+		return p ? -ENOMEM : -ENOSPC;
 	}
 	pthread_mutex_lock(&u->lock);
+	p->q = q;
+	p->capq = 128;
 	p->pid = pid;
 	p->fd = fd;
 	p->chan = chan;

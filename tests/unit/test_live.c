@@ -780,6 +780,104 @@ static void test_every_allocation_fails(void **state)
 	stop(NULL, f);
 }
 
+/* tierbal exec's side with each of its allocations failing in turn (its
+ * set-up, registration, arming, the fault thread's backlog): whatever
+ * fails, the program reads back what it wrote and ends, and nothing crashes. */
+static void test_exec_every_allocation_fails(void **state)
+{
+	(void)state;
+	const char *rt = getenv("TB_RT_LIB");
+	if (!rt)
+		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
+	const size_t len = 64 * 4096;
+	long k = 0, parked_runs = 0;
+	for (;; k++) {
+		char name[108], fname[128], err[256];
+		int lfd = tb_exec_listen(name, sizeof(name), err, sizeof(err));
+		snprintf(fname, sizeof(fname), "%s%s", name, TB_RT_FORK_SUFFIX);
+		int ffd = tb_exec_listen_at(fname, err, sizeof(err));
+		assert_true(lfd >= 0 && ffd >= 0);
+		char *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(r != MAP_FAILED);
+		madvise(r, len, MADV_NOHUGEPAGE);
+		int cmd[2];
+		assert_int_equal(pipe(cmd), 0);
+		pid_t c = fork();
+		assert_true(c >= 0);
+		if (c == 0) {
+			fail_at = -1; /* the program's own allocations never fail */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (size_t i = 0; i < len; i += 4096)
+				memset(r + i, (int)(i / 4096 + 1), 4096);
+			setenv(TB_RT_ENV_SOCKET, name, 1);
+			setenv(TB_RT_ENV_PARK, "1", 1);
+			if (!dlopen(rt, RTLD_NOW))
+				_exit(1);
+			char b;
+			if (read(cmd[0], &b, 1) != 1)
+				_exit(2);
+			size_t bad = 0;
+			for (size_t i = 0; i < len; i += 512)
+				bad += r[i] != (char)(i / 4096 + 1);
+			_exit(bad ? 3 : 0);
+		}
+		close(cmd[0]);
+		struct pollfd pf = {lfd, POLLIN, 0};
+		pid_t from;
+		int uffd = -1, chan = -1;
+		struct tb_rt_hello h;
+		assert_int_equal(poll(&pf, 1, 10000), 1);
+		assert_int_equal(tb_exec_accept(lfd, &from, &uffd, &chan, &h), 0);
+		assert_true(uffd >= 0 && h.park_addr);
+		allocs = 0;
+		fail_at = k;
+		struct tb_uffd *u = NULL;
+		struct tb_uffd_park park = {.fork_fd = ffd, .park_ns = 60000000000ull, .max_slots = 64};
+		int rc = tb_uffd_new(&u, 4, &park, err, sizeof(err));
+		if (rc) {
+			assert_int_equal(rc, -ENOMEM);
+			close(uffd);
+			close(chan);
+		} else {
+			struct tb_uffd_rt rd = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
+						.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
+						.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
+			rc = tb_uffd_attach(u, c, uffd, &rd);
+			assert_true(rc == 0 || rc == -ENOMEM);
+			struct tb_vma v = {.start = (uintptr_t)r, .end = (uintptr_t)r + len, .readable = true,
+					   .writable = true, .private = true, .anon = true};
+			if (!rc) {
+				tb_uffd_sync(u, c, &v, 1); /* a failure leaves the mapping unregistered, and alone */
+				int arc = tb_uffd_arm(u, c, (uintptr_t)r, len, 1);
+				(void)arc; /* what could not be armed is not: fine either way */
+			}
+		}
+		char b = 'g';
+		assert_int_equal(write(cmd[1], &b, 1), 1);
+		int status;
+		assert_int_equal(waitpid(c, &status, 0), c);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			fail_msg("allocation %ld failing: the program ended with status %d (0: what it wrote read back)", k,
+				 status);
+		if (u) {
+			struct tb_uffd_stats st;
+			tb_uffd_stats(u, &st);
+			parked_runs += st.park.windows > 0;
+			assert_int_equal(st.park.lost, 0);
+		}
+		tb_uffd_free(u);
+		bool injected = allocs > k;
+		fail_at = -1;
+		close(lfd);
+		close(ffd);
+		close(cmd[1]);
+		munmap(r, len);
+		if (!injected)
+			break; /* tierbal's side allocated fewer times than k: each allocation has failed once */
+	}
+	assert_true(k > 3 && parked_runs > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -789,6 +887,7 @@ int main(void)
 		cmocka_unit_test(test_exec_node_filling), cmocka_unit_test(test_hot_pages_stay),
 		cmocka_unit_test(test_unreliable_samples), cmocka_unit_test(test_every_allocation_fails),
 		cmocka_unit_test(test_exec_park_only_registered),
+		cmocka_unit_test(test_exec_every_allocation_fails),
 	};
 	if (getenv("TB_TEST_SKIP")) /* scripts/valgrind.sh: valgrind has no userfaultfd */
 		cmocka_set_skip_filter(getenv("TB_TEST_SKIP"));
