@@ -17,7 +17,7 @@ if [ ! -f build-asan/build.ninja ]; then
 		-Dc_args=-fno-sanitize-recover=all >/dev/null
 fi
 ninja -C build-asan >/dev/null
-# tierbal exec's stress harness runs 100 programs in the release build and 30 here, where tierbal is slower
+# tierbal exec's stress harness runs 300 programs in the release build and 30 here, where tierbal is slower
 TB_STRESS_RUNS=30 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-asan --print-errorlogs --verbose --timeout-multiplier 4 || rc=1
 
@@ -35,42 +35,6 @@ echo "=== live tests in a two-node QEMU guest ==="
 bash tests/guest/test_guest.sh 2>&1 | tee build/guest.log || rc=1
 
 # one closing line over both builds and the guest: test cases, from each suite's own summary
-python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build/guest.log build/fuzz.log \
-	build/analyze.log build/valgrind.log <<'PY'
-import json, re, sys
-passed = failed = skipped = 0
-for path, name in [(sys.argv[4], "fuzz"), (sys.argv[6], "valgrind")]:
-    r = re.findall(rf"^{name}: (\d+) passed, (\d+) failed", open(path).read(), re.M)
-    if not r:
-        print(f"failed suite: {name} (no result)")
-        failed += 1
-    passed += sum(int(p) for p, _ in r)
-    failed += sum(int(f) for _, f in r)
-analysis = open(sys.argv[5]).read()
-passed += len(re.findall(r"^ok ", analysis, re.M))
-failed += len(re.findall(r"^FAIL ", analysis, re.M))
-guest = open(sys.argv[3]).read()
-runs = re.findall(r"^guest: (\d+) passed, (\d+) failed", guest, re.M)
-passed += sum(int(p) for p, _ in runs)
-failed += sum(int(f) for _, f in runs)
-if len(runs) != 3:
-    print(f"failed suite: guest ({3 - len(runs)} of its 3 boots reported no result)")
-    failed += 1
-for path in sys.argv[1:3]:
-    for line in open(path):
-        r = json.loads(line)
-        out = r.get("stdout", "") + "\n" + (r.get("stderr") or "")
-        p = re.findall(r"\[  PASSED  \] (\d+) test", out) + re.findall(r"^(\d+) passed, \d+ failed", out, re.M)
-        f = re.findall(r"\[  FAILED  \] (\d+) test", out) + re.findall(r"^\d+ passed, (\d+) failed", out, re.M)
-        passed += sum(map(int, p))
-        failed += sum(map(int, f))
-        # skipped is not passed: a kernel without a feature skips its checks, and says so
-        skipped += sum(map(int, re.findall(r"\[  SKIPPED \] (\d+) test", out) +
-                       re.findall(r"^\d+ passed, \d+ failed, (\d+) skipped", out, re.M)))
-        if r.get("result") != "OK":
-            print("failed suite:", path.split("/")[0], r.get("name"), r.get("result"))
-            if not f:
-                failed += 1
-print(f"tests: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-PY
+python3 scripts/test-summary.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build/guest.log \
+	build/fuzz.log build/analyze.log build/valgrind.log
 exit $rc

@@ -16,6 +16,7 @@
 #include "../sim/report.h"
 #include "../sim/sim.h"
 #include "../sim/workload.h"
+#include "../util/clock.h"
 #include "../util/outfile.h"
 #include "cli.h"
 
@@ -83,9 +84,9 @@ static void list_all(void)
 	}
 	printf("policies:\n"
 	       "  none           no NUMA balancing: pages stay where they were allocated\n"
-	       "  always         promote on every slow-tier hint fault (seed 003)\n"
-	       "  hot-threshold  promote if scan-to-fault latency < threshold, rate limited (seeds 001, 6.1)\n"
-	       "  active-lru     promote only pages on the active LRU (TPP, seed 007)\n"
+	       "  always         promote on every slow-tier hint fault (the kernel's tiering mode, v13 patch)\n"
+	       "  hot-threshold  promote if scan-to-fault latency < threshold, rate limited (the kernel, 6.1)\n"
+	       "  active-lru     promote only pages on the active LRU (TPP)\n"
 	       "  combined       hot-threshold + active-lru\n"
 	       "  adaptive       tierbal's: hot threshold steered by ping-pong, scanner slowed by useless faults\n"
 	       "  oracle         best static placement per phase (always run as the upper bound)\n"
@@ -131,9 +132,7 @@ static void *worker(void *arg)
 
 static double mono(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)tb_mono_ns() / 1e9;
 }
 
 /* Progress for people: a line every few seconds while simulations run. */

@@ -15,10 +15,11 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "clock.h"
 #include "ctl.h"
-#include "outfile.h"
 #include "exec.h"
 #include "live.h"
+#include "outfile.h"
 #include "procfs.h"
 #include "rt_proto.h"
 #include "target.h"
@@ -71,9 +72,7 @@ int tb_run_config(const struct tb_run_opts *o, struct tb_dconfig *c, char *err, 
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return tb_mono_ns() / 1000000u;
 }
 
 static long read_long(const char *path, long fallback)

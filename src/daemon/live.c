@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bigalloc.h"
+#include "clock.h"
 #include "softdirty.h"
 
 #define PS_YOUNG 0x1u /* accessed (a fault, or seen by the sampler) since the engine last asked */
@@ -144,9 +145,7 @@ static uint64_t live_now(void *ctx)
 	const struct tb_live *l = ctx;
 	if (l->now_override)
 		return l->now_override;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return tb_mono_ns();
 }
 
 static bool live_young(void *ctx, uint32_t page)

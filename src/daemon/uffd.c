@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "rt_proto.h"
 #include "uffd_abi.h"
 
@@ -90,13 +91,6 @@ struct tb_uffd {
 	size_t head, tail;
 	struct tb_uffd_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void push(struct tb_uffd *u, const struct tb_uffd_event *ev)
 {
@@ -246,7 +240,7 @@ static void queue_fault(struct tb_uffd *u, struct proc *p, uintptr_t w, unsigned
 static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued)
 {
 	uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
-	uint64_t t = now_ns();
+	uint64_t t = tb_mono_ns();
 	struct uffdio_writeprotect wp = {.range = {w, (uint64_t)u->window * PAGE}, .mode = 0};
 	unsigned pages = u->window;
 	/* a window must lie in one mapping; at an edge, the page alone */
@@ -273,7 +267,7 @@ static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued
  * have given (a write then copies it, in the program, as usual). */
 static int missing_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool write, bool *queued)
 {
-	uint64_t t = now_ns();
+	uint64_t t = tb_mono_ns();
 	int s = p->park_init ? tb_park_find(&p->park, a) : -1; /* parking may have stopped with pages away */
 	if (s >= 0) {
 		uintptr_t w = p->park.slot[s].orig;
@@ -365,7 +359,7 @@ static void note_remove(struct proc *p, const struct uffd_msg *m)
 {
 	if (m->event != UFFD_EVENT_REMOVE)
 		return;
-	uint64_t t = now_ns();
+	uint64_t t = tb_mono_ns();
 	struct removed *r = &p->removed[p->nremoved++ % REMOVED];
 	if (r->t_ns + REMOVE_HOLD_NS > t) /* an entry still in force is overwritten: hold everything instead */
 		p->removed_all_until = r->t_ns + REMOVE_HOLD_NS;
@@ -437,7 +431,7 @@ static void serve(struct tb_uffd *u, struct proc *p)
 			rc = serve_kind(u, p, true, &queued);
 		if (!p->nq || rc != -EAGAIN)
 			break;
-		uint64_t t = now_ns();
+		uint64_t t = tb_mono_ns();
 		if (!until)
 			until = t + RETRY_NS;
 		if (t > until)
@@ -459,9 +453,9 @@ static struct proc *find(const struct tb_uffd *u, pid_t pid);
 /* Puts back everything parked in p, reading its events meanwhile. 0 or -EAGAIN. */
 static int restore_all(struct tb_uffd *u, struct proc *p)
 {
-	uint64_t until = now_ns() + 100 * RETRY_NS;
+	uint64_t until = tb_mono_ns() + 100 * RETRY_NS;
 	int rc;
-	while ((rc = tb_park_restore_all(&p->park)) == -EAGAIN && now_ns() < until) {
+	while ((rc = tb_park_restore_all(&p->park)) == -EAGAIN && tb_mono_ns() < until) {
 		serve(u, p);
 		struct timespec ts = {0, 20000};
 		nanosleep(&ts, NULL);
@@ -485,7 +479,7 @@ static void fork_note(struct tb_uffd *u)
 	    !getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
 		struct proc *p = find(u, cr.pid);
 		if (p && p->park_init && h.type == TB_RT_FORK) {
-			p->hold_until = now_ns() + HOLD_NS;
+			p->hold_until = tb_mono_ns() + HOLD_NS;
 			if (restore_all(u, p))
 				u->st.forks_unsafe++; /* the fork goes on: the child may read zeros where a page is away */
 			u->st.forks_held++;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../util/bigalloc.h"
+#include "../util/clock.h"
 #include "dist.h"
 #include "oracle.h"
 #include "trace.h"
@@ -604,9 +605,7 @@ static void finish_result(struct sim *s, const struct totals *tot, struct sim_re
 
 static double wall_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)tb_mono_ns() / 1e9;
 }
 
 int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, size_t errlen)
