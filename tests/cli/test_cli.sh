@@ -29,6 +29,7 @@ check "sim help" 0 "--machine NAME\|FILE" -- "$TB" sim --help
 check "unknown option" 2 "unknown option" -- "$TB" sim --bogus
 check "missing value" 2 "tierbal sim: --policy needs a value" -- "$TB" sim --policy
 check "missing value, short" 2 "tierbal sim: -m needs a value" -- "$TB" sim -m
+check "missing machine" 2 "tierbal sim: --machine needs a value" -- "$TB" sim --machine
 check "duration too long" 2 "'1e12' is not a number from 0.001 to 1e\+07" -- "$TB" sim --duration 1e12
 check "empty policy entry" 2 "'always,,' has an empty entry" -- "$TB" sim --policy always,,
 check "scan periods crossed" 2 "numa_balancing_scan_period_min_ms \(70000\) is above numa_balancing_scan_period_max_ms" -- \
@@ -181,6 +182,35 @@ check "exec stats through a link" 2 "a symbolic link" -- "$TB" exec --stats="$TM
 check "exec log through a link" 2 "a symbolic link" -- "$TB" exec --log "$TMP/flink" -- true
 [ "$(cat "$TMP/f")" = IMPORTANT ] && { echo "ok   exec wrote nothing through links"; pass=$((pass + 1)); } \
 	|| { echo "FAIL exec wrote through a link"; fail=$((fail + 1)); }
+# tierbal exec's messages go to its log, never to the program's streams
+"$TB" exec --log "$TMP/exec.log" -- sh -c 'echo out; echo err >&2; exit 3' >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 3 ] && [ "$(cat "$TMP/out")" = out ] && [ "$(cat "$TMP/err")" = err ] && grep -q "tierbal exec: started" "$TMP/exec.log" \
+	&& { echo "ok   exec leaves the program's streams alone"; pass=$((pass + 1)); } \
+	|| { echo "FAIL exec streams: rc $rc, stderr '$(head -c 200 "$TMP/err")'"; fail=$((fail + 1)); }
+# a control request that ends with the end of its input, without a newline, is answered
+"$TB" exec --socket "$TMP/ctl.sock" -- sh -c 'read x' </dev/zero 2>/dev/null &
+execpid=$!
+for _ in $(seq 400); do [ -S "$TMP/ctl.sock" ] && break; sleep 0.05; done
+python3 - "$TMP/ctl.sock" >"$TMP/out" 2>&1 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"stat")
+s.shutdown(socket.SHUT_WR)
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+sys.stdout.write(data.decode())
+PY
+grep -q "^pgpromote_success " "$TMP/out" && { echo "ok   a request without a newline is answered"; pass=$((pass + 1)); } \
+	|| { echo "FAIL request without a newline: $(head -c 200 "$TMP/out")"; fail=$((fail + 1)); }
+kill "$execpid" 2>/dev/null; wait "$execpid" 2>/dev/null
+[ ! -e "$TMP/ctl.sock" ] && { echo "ok   the socket is gone when the daemon ends"; pass=$((pass + 1)); } \
+	|| { echo "FAIL the control socket stayed"; fail=$((fail + 1)); }
 check "stat without daemon" 1 "no tierbal daemon at $TMP/s.sock" -- "$TB" stat --socket "$TMP/s.sock"
 check "stat bad argument" 2 "unknown argument '--xml'" -- "$TB" stat --xml
 # privilege: without CAP_SYS_NICE tierbal moves nothing, whatever it is asked to manage
