@@ -255,6 +255,26 @@ static size_t fake_report(void *ctx, char *buf, size_t len)
 	return (size_t)snprintf(buf, len, "pgpromote_success 7\nsampler softdirty\n");
 }
 
+static void wait_readable(int fd)
+{
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(fd, &rd);
+	assert_true(select(fd + 1, &rd, NULL, NULL, NULL) == 1);
+}
+
+/* Accepts the next client and answers it once its request is complete. */
+static void serve_one(int lfd)
+{
+	wait_readable(lfd);
+	int fd = tb_ctl_accept(lfd);
+	assert_true(fd >= 0);
+	struct tb_ctl_client cc = {.fd = fd};
+	do
+		wait_readable(fd); /* the request, or the rest of its line */
+	while (!tb_ctl_handle(&cc, fake_report, NULL));
+}
+
 static void test_ctl(void **state)
 {
 	(void)state;
@@ -284,21 +304,7 @@ static void test_ctl(void **state)
 			_exit(ok ? 0 : 1);
 		}
 		/* the client's connection waits in the backlog until served */
-		fd_set rd;
-		FD_ZERO(&rd);
-		FD_SET(lfd, &rd);
-		assert_true(select(lfd + 1, &rd, NULL, NULL, NULL) == 1);
-		int fd = tb_ctl_accept(lfd);
-		assert_true(fd >= 0);
-		fd_set cr;
-		FD_ZERO(&cr);
-		FD_SET(fd, &cr);
-		assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1);
-		struct tb_ctl_client cc = {.fd = fd};
-		int done;
-		while (!(done = tb_ctl_handle(&cc, fake_report, NULL)))
-			assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1); /* the rest of the line */
-		assert_int_equal(done, 1);
+		serve_one(lfd);
 		int st;
 		waitpid(c, &st, 0);
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -320,21 +326,7 @@ static void test_ctl(void **state)
 		ssize_t n = read(fd, buf, sizeof(buf) - 1);
 		_exit(n > 0 && !strncmp(buf, "pgpromote_success 7", 19) ? 0 : 1);
 	}
-	fd_set rd;
-	FD_ZERO(&rd);
-	FD_SET(lfd, &rd);
-	assert_true(select(lfd + 1, &rd, NULL, NULL, NULL) == 1);
-	int fd = tb_ctl_accept(lfd);
-	assert_true(fd >= 0);
-	struct tb_ctl_client ec = {.fd = fd};
-	for (;;) {
-		fd_set cr;
-		FD_ZERO(&cr);
-		FD_SET(fd, &cr);
-		assert_true(select(fd + 1, &cr, NULL, NULL, NULL) == 1);
-		if (tb_ctl_handle(&ec, fake_report, NULL))
-			break;
-	}
+	serve_one(lfd);
 	int st;
 	waitpid(c, &st, 0);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);

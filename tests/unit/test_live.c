@@ -281,18 +281,26 @@ static struct fake *fake_start_exec(int *uffd)
 	return f;
 }
 
+/* The made-up machine (node 0 with CPUs, node 1 without) and a
+ * configuration that scans at once, and often: the tests run rounds back to back. */
+static void two_nodes(struct tb_topology *topo, struct tb_dconfig *dc)
+{
+	*topo = (struct tb_topology){.nr_nodes = 2, .source = TB_TIERS_CPULESS};
+	for (int i = 0; i < 2; i++)
+		topo->node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
+						      .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
+						      .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+	tb_dconfig_default(dc);
+	dc->knobs.scan_delay_ms = 0;
+	dc->knobs.scan_period_min_ms = 10;
+	dc->knobs.scan_period_max_ms = 200;
+}
+
 static struct tb_live *live_start_sampler(struct fake *f, struct tb_access sampler, struct tb_uffd *u)
 {
-	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
-	for (int i = 0; i < 2; i++)
-		topo.node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
-						     .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
-						     .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+	struct tb_topology topo;
 	struct tb_dconfig dc;
-	tb_dconfig_default(&dc);
-	dc.knobs.scan_delay_ms = 0; /* scan at once, and often: the test runs rounds back to back */
-	dc.knobs.scan_period_min_ms = 10;
-	dc.knobs.scan_period_max_ms = 200;
+	two_nodes(&topo, &dc);
 	struct tb_live *l;
 	char err[512];
 	FILE *log = fopen("/dev/null", "w");
@@ -606,6 +614,66 @@ static void test_exec_node_filling(void **state)
 	stop(l, f);
 }
 
+/* The real runtime in a child, with a park area, and tierbal's end of its
+ * sockets, for the test_exec_* tests. */
+struct rt_session {
+	int lfd, ffd; /* the hello and fork sockets */
+	char name[108];
+	int uffd;
+	struct tb_rt_hello h;
+	struct tb_uffd_rt rd;
+};
+
+static const char *rt_lib(void)
+{
+	const char *rt = getenv("TB_RT_LIB");
+	if (!rt)
+		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
+	return rt;
+}
+
+static void rt_listen(struct rt_session *r)
+{
+	char fname[128], err[256];
+	r->lfd = tb_exec_listen(r->name, sizeof(r->name), err, sizeof(err));
+	snprintf(fname, sizeof(fname), "%s%s", r->name, TB_RT_FORK_SUFFIX);
+	r->ffd = tb_exec_listen_at(fname, err, sizeof(err));
+	assert_true(r->lfd >= 0 && r->ffd >= 0);
+}
+
+/* In the child: the runtime loaded as LD_PRELOAD would, with a 1 MiB park area. */
+static void rt_load(const struct rt_session *r, const char *lib)
+{
+	setenv(TB_RT_ENV_SOCKET, r->name, 1);
+	setenv(TB_RT_ENV_PARK, "1", 1);
+	if (!dlopen(lib, RTLD_NOW))
+		_exit(1);
+}
+
+/* The child's hello: its userfaultfd and what its runtime said of itself. */
+static void rt_accept(struct rt_session *r, pid_t child)
+{
+	struct pollfd pf = {r->lfd, POLLIN, 0};
+	pid_t from;
+	int chan = -1;
+	r->uffd = -1;
+	assert_int_equal(poll(&pf, 1, 10000), 1);
+	assert_int_equal(tb_exec_accept(r->lfd, &from, &r->uffd, &chan, &r->h), 0);
+	assert_int_equal(from, child);
+	if (r->uffd < 0 || !r->h.park_addr)
+		fail_msg("the runtime set up no park area (uffd %d, error %s)", r->uffd,
+			 strerror(r->h.park_err ? r->h.park_err : r->h.err));
+	r->rd = (struct tb_uffd_rt){.chan = chan, .tid = r->h.mover_tid, .park_addr = (uintptr_t)r->h.park_addr,
+				    .park_len = (size_t)r->h.park_len, .own_addr = (uintptr_t)r->h.own_addr,
+				    .own_len = (size_t)r->h.own_len, .keep_addr = (uintptr_t)r->h.keep_addr};
+}
+
+static void rt_close(struct rt_session *r)
+{
+	close(r->lfd);
+	close(r->ffd);
+}
+
 /* A registration that met a hole: UFFDIO_REGISTER succeeds over a range
  * with an unmapped stretch, and a mapping made there later is not
  * registered. The kernel checks only the destination of a move, so parking
@@ -615,14 +683,10 @@ static void test_exec_node_filling(void **state)
 static void test_exec_park_only_registered(void **state)
 {
 	(void)state;
-	const char *rt = getenv("TB_RT_LIB");
-	if (!rt)
-		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
-	char name[108], fname[128], err[256];
-	int lfd = tb_exec_listen(name, sizeof(name), err, sizeof(err));
-	snprintf(fname, sizeof(fname), "%s%s", name, TB_RT_FORK_SUFFIX);
-	int ffd = tb_exec_listen_at(fname, err, sizeof(err));
-	assert_true(lfd >= 0 && ffd >= 0);
+	const char *rt = rt_lib();
+	struct rt_session ses;
+	rt_listen(&ses);
+	char err[256];
 	const size_t chunk = 16 * 4096;
 	char *r = mmap(NULL, 2 * chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(r != MAP_FAILED);
@@ -635,10 +699,7 @@ static void test_exec_park_only_registered(void **state)
 	if (c == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		memset(r, 1, 2 * chunk);
-		setenv(TB_RT_ENV_SOCKET, name, 1);
-		setenv(TB_RT_ENV_PARK, "1", 1);
-		if (!dlopen(rt, RTLD_NOW))
-			_exit(1);
+		rt_load(&ses, rt);
 		char b = 'h';
 		munmap(r, chunk); /* the hole the registration meets */
 		if (write(ack[1], &b, 1) != 1 || read(cmd[0], &b, 1) != 1)
@@ -655,22 +716,11 @@ static void test_exec_park_only_registered(void **state)
 			bad += (n[i] != 7) + (r[chunk + i] != 1);
 		_exit(bad ? 3 : 0);
 	}
-	struct pollfd pf = {lfd, POLLIN, 0};
-	pid_t from;
-	int uffd = -1, chan = -1;
-	struct tb_rt_hello h;
-	assert_int_equal(poll(&pf, 1, 10000), 1);
-	assert_int_equal(tb_exec_accept(lfd, &from, &uffd, &chan, &h), 0);
-	assert_int_equal(from, c);
-	if (uffd < 0 || !h.park_addr)
-		fail_msg("the runtime set up no park area (uffd %d, error %s)", uffd, strerror(h.park_err ? h.park_err : h.err));
+	rt_accept(&ses, c);
 	struct tb_uffd *u;
-	struct tb_uffd_park park = {.fork_fd = ffd, .park_ns = 60000000000ull, .max_slots = 64};
+	struct tb_uffd_park park = {.fork_fd = ses.ffd, .park_ns = 60000000000ull, .max_slots = 64};
 	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
-	struct tb_uffd_rt rd = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
-				.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
-				.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
-	assert_int_equal(tb_uffd_attach(u, c, uffd, &rd), 0);
+	assert_int_equal(tb_uffd_attach(u, c, ses.uffd, &ses.rd), 0);
 	char b;
 	assert_int_equal(read(ack[0], &b, 1), 1);
 	/* the maps as read before the hole: both chunks, one mapping */
@@ -692,8 +742,7 @@ static void test_exec_park_only_registered(void **state)
 	assert_int_equal(st.park.restored, chunk / 4096);  /* and back when read */
 	assert_int_equal(st.park.lost, 0);
 	tb_uffd_free(u);
-	close(lfd);
-	close(ffd);
+	rt_close(&ses);
 	close(cmd[0]);
 	close(cmd[1]);
 	close(ack[0]);
@@ -733,16 +782,9 @@ static void test_every_allocation_fails(void **state)
 {
 	(void)state;
 	struct fake *f = fake_start(NONE);
-	struct tb_topology topo = {.nr_nodes = 2, .source = TB_TIERS_CPULESS};
-	for (int i = 0; i < 2; i++)
-		topo.node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
-						     .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
-						     .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+	struct tb_topology topo;
 	struct tb_dconfig dc;
-	tb_dconfig_default(&dc);
-	dc.knobs.scan_delay_ms = 0;
-	dc.knobs.scan_period_min_ms = 10;
-	dc.knobs.scan_period_max_ms = 200;
+	two_nodes(&topo, &dc);
 	FILE *log = fopen("/dev/null", "w");
 	assert_non_null(log);
 	long k = 0, refused = 0, survived = 0;
@@ -786,17 +828,13 @@ static void test_every_allocation_fails(void **state)
 static void test_exec_every_allocation_fails(void **state)
 {
 	(void)state;
-	const char *rt = getenv("TB_RT_LIB");
-	if (!rt)
-		fail_msg("TB_RT_LIB is not set: run this test with meson test in a build with libtierbal-rt.so");
+	const char *rt = rt_lib();
 	const size_t len = 64 * 4096;
 	long k = 0, parked_runs = 0;
 	for (;; k++) {
-		char name[108], fname[128], err[256];
-		int lfd = tb_exec_listen(name, sizeof(name), err, sizeof(err));
-		snprintf(fname, sizeof(fname), "%s%s", name, TB_RT_FORK_SUFFIX);
-		int ffd = tb_exec_listen_at(fname, err, sizeof(err));
-		assert_true(lfd >= 0 && ffd >= 0);
+		struct rt_session ses;
+		rt_listen(&ses);
+		char err[256];
 		char *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		assert_true(r != MAP_FAILED);
 		madvise(r, len, MADV_NOHUGEPAGE);
@@ -809,10 +847,7 @@ static void test_exec_every_allocation_fails(void **state)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			for (size_t i = 0; i < len; i += 4096)
 				memset(r + i, (int)(i / 4096 + 1), 4096);
-			setenv(TB_RT_ENV_SOCKET, name, 1);
-			setenv(TB_RT_ENV_PARK, "1", 1);
-			if (!dlopen(rt, RTLD_NOW))
-				_exit(1);
+			rt_load(&ses, rt);
 			char b;
 			if (read(cmd[0], &b, 1) != 1)
 				_exit(2);
@@ -822,27 +857,18 @@ static void test_exec_every_allocation_fails(void **state)
 			_exit(bad ? 3 : 0);
 		}
 		close(cmd[0]);
-		struct pollfd pf = {lfd, POLLIN, 0};
-		pid_t from;
-		int uffd = -1, chan = -1;
-		struct tb_rt_hello h;
-		assert_int_equal(poll(&pf, 1, 10000), 1);
-		assert_int_equal(tb_exec_accept(lfd, &from, &uffd, &chan, &h), 0);
-		assert_true(uffd >= 0 && h.park_addr);
+		rt_accept(&ses, c);
 		allocs = 0;
 		fail_at = k;
 		struct tb_uffd *u = NULL;
-		struct tb_uffd_park park = {.fork_fd = ffd, .park_ns = 60000000000ull, .max_slots = 64};
+		struct tb_uffd_park park = {.fork_fd = ses.ffd, .park_ns = 60000000000ull, .max_slots = 64};
 		int rc = tb_uffd_new(&u, 4, &park, err, sizeof(err));
 		if (rc) {
 			assert_int_equal(rc, -ENOMEM);
-			close(uffd);
-			close(chan);
+			close(ses.uffd);
+			close(ses.rd.chan);
 		} else {
-			struct tb_uffd_rt rd = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
-						.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
-						.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
-			rc = tb_uffd_attach(u, c, uffd, &rd);
+			rc = tb_uffd_attach(u, c, ses.uffd, &ses.rd);
 			assert_true(rc == 0 || rc == -ENOMEM);
 			struct tb_vma v = {.start = (uintptr_t)r, .end = (uintptr_t)r + len, .readable = true,
 					   .writable = true, .private = true, .anon = true};
@@ -868,8 +894,7 @@ static void test_exec_every_allocation_fails(void **state)
 		tb_uffd_free(u);
 		bool injected = allocs > k;
 		fail_at = -1;
-		close(lfd);
-		close(ffd);
+		rt_close(&ses);
 		close(cmd[1]);
 		munmap(r, len);
 		if (!injected)
