@@ -264,7 +264,7 @@ static struct fake *fake_start_exec(int *uffd)
 			for (unsigned i = PAGES / 2; i < PAGES; i++)
 				h[i * 4096ul]++;
 	}
-	pid_t from;
+	pid_t from = 0;
 	int chan;
 	struct tb_rt_hello h;
 	struct pollfd pf = {lfd, POLLIN, 0}; /* the socket does not block, as the daemon polls it */
