@@ -349,7 +349,7 @@ def main():
     ap.add_argument("--tierbal", required=True)
     ap.add_argument("--runtime", required=True, help="libtierbal-rt.so")
     ap.add_argument("--progs", required=True, help="the folder with exec_spawn, exec_forkthreads and exec_remap")
-    ap.add_argument("--runs", type=int, default=100, help="program runs under tierbal (default 100)")
+    ap.add_argument("--runs", type=int, default=300, help="program runs under tierbal (default 300)")
     ap.add_argument("--minutes", type=float, help="run for this long instead of a number of runs")
     ap.add_argument("--jobs", type=int, default=3, help="runs at once (default 3: more runs than cores)")
     ap.add_argument("--kill-fraction", type=float, default=0.12, help="runs that SIGKILL tierbal (default 0.12)")
