@@ -17,8 +17,8 @@
 #define TB_POLICY_ADAPTIVE 0x8u   /* tierbal: hot threshold steered by the ping-pong it causes */
 
 enum tb_wmark_mode {
-	TB_WMARK_V13 = 0,   /* promo = high + watermark_scale_factor distance (seed 003) */
-	TB_WMARK_V10 = 1,   /* promo = high + min(10 MiB, present >> 6) (seed 005) */
+	TB_WMARK_V13 = 0,   /* promo = high + watermark_scale_factor distance (NUMA balancing tiering patch, v13) */
+	TB_WMARK_V10 = 1,   /* promo = high + min(10 MiB, present >> 6) (the same patch, v10) */
 	TB_WMARK_BOOST = 2, /* kswapd target raised by failed promotions, decays */
 };
 

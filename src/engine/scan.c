@@ -72,7 +72,7 @@ static void scan_window(struct tb_engine *e, struct tb_space *sp)
 {
 	uint64_t want = scan_pages(e), virt_limit = 8 * want, armed = 0, walked = 0;
 	uint32_t mode = e->k.numa_balancing;
-	/* seed 004: in tiering-only mode fast-tier pages have nowhere to go */
+	/* as "memory tiering: skip to scan fast memory": in tiering-only mode fast-tier pages have nowhere to go */
 	bool skip_fast = (mode & TB_NUMA_BALANCING_MEMORY_TIERING) && !(mode & TB_NUMA_BALANCING_NORMAL);
 	uint32_t ms = now_ms(e), buf[BATCH];
 	size_t k = 0;
