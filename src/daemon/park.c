@@ -29,7 +29,7 @@ static uint32_t hash_of(uintptr_t w)
 	return (uint32_t)(h >> 32);
 }
 
-uint32_t tb_park_slots_for(size_t len, unsigned win, uint32_t max_slots)
+static uint32_t tb_park_slots_for(size_t len, unsigned win, uint32_t max_slots)
 {
 	size_t n = win ? len / ((size_t)win * PAGE) : 0;
 	return (uint32_t)(n < max_slots ? n : max_slots);
@@ -464,7 +464,9 @@ static int remap_one(struct tb_park *p, uint32_t s, void *arg)
 	return rc ? 1 : 0;
 }
 
-int tb_park_remap(struct tb_park *p, uintptr_t from, uintptr_t to, size_t len)
+/* The program moved [from, from + len) to `to` (mremap): the pages parked
+ * there go back, to where their addresses are now. 0 or -EAGAIN. */
+static int tb_park_remap(struct tb_park *p, uintptr_t from, uintptr_t to, size_t len)
 {
 	struct range_arg r = {from, from + len, to};
 	return p->nparked && each_in(p, from, from + len, remap_one, &r) ? -EAGAIN : 0;

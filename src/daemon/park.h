@@ -83,7 +83,6 @@ struct tb_park {
 int tb_park_init(struct tb_park *p, int fd, pid_t pid, const struct tb_park_ops *ops, void *ctx, uintptr_t base,
 		 size_t len, unsigned win, uint32_t max_slots);
 void tb_park_fini(struct tb_park *p);
-uint32_t tb_park_slots_for(size_t len, unsigned win, uint32_t max_slots);
 
 /* Parks [addr, addr + len), which lies in one window. Returns how many bytes
  * from addr are parked (the caller protects the rest another way), or a
@@ -113,9 +112,6 @@ int tb_park_restore_all(struct tb_park *p);
 /* The program unmapped, or discarded with MADV_DONTNEED, [start, end):
  * what was parked there is junk now (its content is gone for the program). */
 void tb_park_discard(struct tb_park *p, uintptr_t start, uintptr_t end);
-/* The program moved [from, from + len) to `to` (mremap): the pages parked
- * there go back, to where their addresses are now. 0 or -EAGAIN. */
-int tb_park_remap(struct tb_park *p, uintptr_t from, uintptr_t to, size_t len);
 /* Bit i of bits (npages bits): page i of [start, start + npages * 4096)
  * waits in a slot. */
 void tb_park_mask(const struct tb_park *p, uintptr_t start, unsigned npages, uint64_t *bits);

@@ -133,7 +133,8 @@ bool tb_target_alive(const struct tb_target *t)
 	return !t->dead && tb_proc_stat(t->pid, &st) == 0 && st.starttime == t->starttime && st.state != 'Z';
 }
 
-bool tb_target_managed_vma(const struct tb_vma *v)
+/* A private anonymous writable mapping: the memory tierbal manages. */
+static bool tb_target_managed_vma(const struct tb_vma *v)
 {
 	return v->anon && v->private && v->writable && v->readable;
 }

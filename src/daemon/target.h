@@ -49,8 +49,6 @@ void tb_target_close(struct tb_target *t);
 /* True while the same process (same start time) still exists. */
 bool tb_target_alive(const struct tb_target *t);
 
-/* A private anonymous writable mapping: the memory tierbal manages. */
-bool tb_target_managed_vma(const struct tb_vma *v);
 
 /* The stretches that should have chunks now: for each 2 MiB stretch that
  * overlaps a private anonymous writable mapping, its eligibility mask.

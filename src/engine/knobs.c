@@ -85,7 +85,7 @@ const struct tb_knob_desc *tb_knob_table(size_t *count)
 	return knob_table;
 }
 
-const struct tb_knob_desc *tb_knob_find(const char *name)
+static const struct tb_knob_desc *tb_knob_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(knob_table) / sizeof(knob_table[0]); i++)
 		if (strcmp(knob_table[i].name, name) == 0)
@@ -98,7 +98,7 @@ static uint32_t *knob_ptr(struct tb_knobs *k, const struct tb_knob_desc *d)
 	return (uint32_t *)((char *)k + d->offset);
 }
 
-uint32_t tb_knob_get(const struct tb_knobs *k, const struct tb_knob_desc *d)
+static uint32_t tb_knob_get(const struct tb_knobs *k, const struct tb_knob_desc *d)
 {
 	return *(const uint32_t *)((const char *)k + d->offset);
 }

@@ -54,8 +54,6 @@ struct tb_knob_desc {
 
 void tb_knobs_default(struct tb_knobs *k);
 const struct tb_knob_desc *tb_knob_table(size_t *count);
-const struct tb_knob_desc *tb_knob_find(const char *name);
-uint32_t tb_knob_get(const struct tb_knobs *k, const struct tb_knob_desc *d);
 
 /* Parses "name=value"; on error returns -EINVAL and writes a message. */
 int tb_knob_set(struct tb_knobs *k, const char *assignment, char *err, size_t errlen);

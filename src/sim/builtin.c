@@ -6,7 +6,7 @@
 
 #include "cfg.h"
 
-const char *builtin_find(const char *kind, const char *name)
+static const char *builtin_find(const char *kind, const char *name)
 {
 	for (size_t i = 0; i < tb_nr_builtins; i++)
 		if (!strcmp(tb_builtins[i].kind, kind) && !strcmp(tb_builtins[i].name, name))

@@ -13,7 +13,6 @@ struct builtin {
 extern const struct builtin tb_builtins[];
 extern const size_t tb_nr_builtins;
 
-const char *builtin_find(const char *kind, const char *name);
 /* Loads NAME (a shipped one) or a file path; *label gets what to call it in messages. */
 char *builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err,
 		      size_t errlen);

@@ -226,14 +226,6 @@ int machine_load(struct machine *m, const char *name, char *err, size_t errlen)
 	return rc;
 }
 
-uint64_t machine_total_pages(const struct machine *m)
-{
-	uint64_t t = 0;
-	for (unsigned i = 0; i < m->nr_nodes; i++)
-		t += m->node[i].capacity_pages;
-	return t;
-}
-
 double machine_migrate_ns(const struct machine *m, unsigned a, unsigned b)
 {
 	double bw = m->node[a].read_mbps < m->node[b].write_mbps ? m->node[a].read_mbps : m->node[b].write_mbps;

@@ -37,7 +37,6 @@ struct machine {
 int machine_load(struct machine *m, const char *name, char *err, size_t errlen);
 int machine_parse(struct machine *m, const char *label, const char *text, char *err, size_t errlen);
 
-uint64_t machine_total_pages(const struct machine *m);
 /* ns to copy one page from node a to node b, fixed cost included */
 double machine_migrate_ns(const struct machine *m, unsigned a, unsigned b);
 /* access latency seen from a CPU on socket `socket` */

@@ -12,11 +12,6 @@
 
 static const char *const dist_names[] = {"uniform", "gaussian", "zipf", "trace"};
 
-const char *dist_name(enum dist_kind k)
-{
-	return dist_names[k];
-}
-
 static bool parse_dist(struct cfg *c, const char *sec, const char *key, const char *val, bool allow_trace,
 		       enum dist_kind *out)
 {

@@ -69,6 +69,5 @@ int workload_load(struct workload *w, const char *name, char *err, size_t errlen
 int workload_parse(struct workload *w, const char *label, const char *text, char *err, size_t errlen);
 void workload_free(struct workload *w);
 uint64_t workload_pages(const struct workload *w);
-const char *dist_name(enum dist_kind k);
 
 #endif
