@@ -470,7 +470,9 @@ def stress(opt, top, old_thp):
         med = sorted(p["took"])[len(p["took"]) // 2] if p["took"] else 0
         lines.append(f"{case[0]:<26} {p['runs']:>6} {p['kills']:>7} {p['fail']:>7} "
                      f"{(p['faults'] // watched if watched else 0):>16} {refs[i][3]:>10.2f} {med:>16.2f}")
-    unwatched = [corpus[i][0] for i, p in per.items() if p["runs"] > p["kills"] and p["faults"] == 0]
+    # a short program can end before the first scan pass (the ASan build is slow to start): one run
+    # without a fault says little, three say tierbal did not watch it
+    unwatched = [corpus[i][0] for i, p in per.items() if p["runs"] - p["kills"] >= 3 and p["faults"] == 0]
     for name in unwatched:
         failures.append(f"FAIL {name}: not one hint fault in its runs: tierbal did not really watch it")
     lines.append(f"{done} runs of {len(corpus)} programs in {took / 60:.1f} min, {opt.jobs} at once, seed {opt.seed}: "
