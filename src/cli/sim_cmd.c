@@ -400,7 +400,7 @@ int cmd_sim(int argc, char **argv)
 	}
 
 	size_t per_val = nr_pol + (o.oracle ? 1 : 0), nr_jobs = nr_val * per_val;
-	struct job *jobs = calloc(nr_jobs, sizeof(*jobs));
+	struct job *jobs = nr_jobs ? calloc(nr_jobs, sizeof(*jobs)) : NULL; /* at least one policy: never 0 */
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
 		tb_outfile_abort(&of);

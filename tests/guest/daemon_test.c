@@ -352,7 +352,7 @@ static void test_errors(void)
 	free(out);
 	char *cg[] = {"tierbal", "run", "--cgroup", "/sys/fs/cgroup/no-such-group", "--socket", SOCK, NULL};
 	rc = run(cg, &out, 0);
-	check(rc == 1 && strstr(out, "cannot read its cgroup.procs"), "an unreadable cgroup: status %d", rc);
+	check(rc == 2 && strstr(out, "cannot read its cgroup.procs"), "an unreadable cgroup: status %d (bad input)", rc);
 	free(out);
 	write_file("/tmp/garbage.ini", "[daemon]\nsample_ms = fast\n");
 	char *bad[] = {"tierbal", "run", "--pid", "1", "--config", "/tmp/garbage.ini", NULL};
