@@ -445,14 +445,12 @@ int cmd_sim(int argc, char **argv)
 				before += j < i;
 				alike++;
 			}
-		if (jobs[i].rc && before) {
+		if (jobs[i].rc) {
 			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
-		} else if (jobs[i].rc && alike > 1) {
-			fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
-			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
-		} else if (jobs[i].rc) {
-			fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
-			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+			if (alike > 1 && !before)
+				fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
+			else if (alike == 1)
+				fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
 		} else if (!o.quiet) {
 			const struct sim_result *r = &jobs[i].res;
 			fprintf(stderr, "tierbal sim: %-14s%s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy, at,
