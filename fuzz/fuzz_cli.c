@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "dconfig.h"
+#include "cli/cli.h"
+#include "daemon/dconfig.h"
+#include "exec/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,8 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &n);
 		}
 	} else {
+		struct tb_exec_opts x;
 		struct tb_run_opts o;
-		int rc = which == 1 ? run_parse_options(argc, argv, &o) : exec_parse_options(argc, argv, &o);
+		int rc = which == 1 ? run_parse_options(argc, argv, &o) : exec_parse_options(argc, argv, &x);
+		if (which == 2)
+			o = x.run;
 		if (!rc) {
 			struct tb_dconfig c;
 			o.config = NULL; /* files are the configuration target's business */

@@ -2,7 +2,7 @@
  * twice over the same structure as a SIGHUP reload does. */
 #include <stdint.h>
 
-#include "dconfig.h"
+#include "daemon/dconfig.h"
 #include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

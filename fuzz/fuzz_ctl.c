@@ -11,9 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl.h"
-#include "exec.h"
-#include "rt_proto.h"
+#include "daemon/ctl.h"
+#include "exec/exec.h"
+#include "exec/rt_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

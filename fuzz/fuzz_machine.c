@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "fuzz_text.h"
-#include "machine.h"
+#include "sim/machine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

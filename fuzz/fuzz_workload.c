@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "fuzz_text.h"
-#include "workload.h"
+#include "sim/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -35,8 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mover.h"
-#include "topology.h"
+#include "linux/mover.h"
+#include "linux/topology.h"
 
 #define SOCK "/tmp/compare.sock"
 #define PAGE 4096u

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "access.h"
+#include "access/access.h"
 
 #define PAGE 4096u
 #define AREA_PAGES (256u << 20) / PAGE

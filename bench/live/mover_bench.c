@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mover.h"
+#include "linux/mover.h"
 
 #define PAGE 4096u
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mover.h"
+#include "linux/mover.h"
 
 #define PAGE 4096u
 #define WORDS (PAGE / 8)

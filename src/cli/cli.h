@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../daemon/daemon.h"
-#include "../engine/knobs.h"
+#include "daemon/daemon.h"
+#include "engine/knobs.h"
 
 #define TB_VERSION "0.1.0"
 
@@ -43,6 +43,7 @@ int sim_parse_policies(const char *list, uint32_t *flags, size_t *n);
 int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
 		    struct tb_knobs *knobs, size_t *n);
 int run_parse_options(int argc, char **argv, struct tb_run_opts *o);
-int exec_parse_options(int argc, char **argv, struct tb_run_opts *o);
+struct tb_exec_opts;
+int exec_parse_options(int argc, char **argv, struct tb_exec_opts *o);
 
 #endif

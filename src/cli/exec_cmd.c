@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../daemon/daemon.h"
-#include "cli.h"
+#include "cli/cli.h"
+#include "exec/session.h"
 
 static void exec_usage(FILE *f)
 {
@@ -68,7 +68,7 @@ static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *name, 
 	return 0;
 }
 
-int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
+int exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 {
 	static const struct option longopts[] = {
 		{"policy", required_argument, NULL, 'P'},      {"set", required_argument, NULL, 'S'},
@@ -82,7 +82,8 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 		{NULL, 0, NULL, 0},
 	};
 	static char knobs[3][96];
-	*o = (struct tb_run_opts){0};
+	*x = (struct tb_exec_opts){0};
+	struct tb_run_opts *o = &x->run;
 	int ch;
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
@@ -121,7 +122,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 				fprintf(stderr, "tierbal exec: --window-kb '%s' is not a power of two from 4 to 2048\n", optarg);
 				return -EINVAL;
 			}
-			o->exec_window_pages = (unsigned)(v / 4);
+			x->window_pages = (unsigned)(v / 4);
 			break;
 		}
 		case 'R':
@@ -129,7 +130,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 				fprintf(stderr, "tierbal exec: --read-faults '%s' is neither on nor off\n", optarg);
 				return -EINVAL;
 			}
-			o->exec_no_reads = !strcmp(optarg, "off");
+			x->no_reads = !strcmp(optarg, "off");
 			break;
 		case 'M': {
 			char *end;
@@ -138,7 +139,7 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 				fprintf(stderr, "tierbal exec: --park-mb '%s' is not 1 to 65536 MiB\n", optarg);
 				return -EINVAL;
 			}
-			o->exec_park_mb = (unsigned)v;
+			x->park_mb = (unsigned)v;
 			break;
 		}
 		case 'm': {
@@ -162,14 +163,14 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			o->socket = optarg;
 			break;
 		case 'l':
-			o->exec_log = optarg;
+			x->log = optarg;
 			break;
 		case 'v':
-			o->exec_verbose = true;
+			x->verbose = true;
 			break;
 		case 'x':
-			o->exec_stats = true;
-			o->exec_stats_file = optarg;
+			x->stats = true;
+			x->stats_file = optarg;
 			break;
 		case 'h':
 			exec_usage(stdout);
@@ -183,15 +184,15 @@ int exec_parse_options(int argc, char **argv, struct tb_run_opts *o)
 		fprintf(stderr, "tierbal exec: no program given\nTry 'tierbal exec --help'.\n");
 		return -EINVAL;
 	}
-	o->exec_argv = argv + optind;
+	x->argv = argv + optind;
 	return 0;
 }
 
 int cmd_exec(int argc, char **argv)
 {
-	struct tb_run_opts o;
+	struct tb_exec_opts o;
 	int rc = exec_parse_options(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? EXIT_OK : EXIT_USAGE;
-	return tb_daemon_run(&o);
+	return tb_exec_run(&o);
 }

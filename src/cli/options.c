@@ -2,7 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 void cli_bad_option(const char *cmd, int ch, char **argv)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../daemon/daemon.h"
-#include "cli.h"
+#include "daemon/daemon.h"
+#include "cli/cli.h"
 
 static void run_usage(FILE *f)
 {
@@ -125,5 +125,5 @@ int cmd_run(int argc, char **argv)
 	int rc = run_parse_options(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? EXIT_OK : EXIT_USAGE;
-	return tb_daemon_run(&o);
+	return tb_daemon_run(&o, &tb_run_mode, NULL);
 }

@@ -10,15 +10,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/engine.h"
-#include "../sim/builtin.h"
-#include "../sim/machine.h"
-#include "../sim/report.h"
-#include "../sim/sim.h"
-#include "../sim/workload.h"
-#include "../util/clock.h"
-#include "../util/outfile.h"
-#include "cli.h"
+#include "engine/engine.h"
+#include "sim/builtin.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+#include "sim/sim.h"
+#include "sim/workload.h"
+#include "util/clock.h"
+#include "util/outfile.h"
+#include "cli/cli.h"
 
 #define MAX_THREADS 64
 

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../daemon/ctl.h"
-#include "../daemon/dconfig.h"
-#include "cli.h"
+#include "daemon/ctl.h"
+#include "daemon/dconfig.h"
+#include "cli/cli.h"
 
 static bool numeric(const char *s)
 {

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../linux/topology.h"
-#include "cli.h"
+#include "linux/topology.h"
+#include "cli/cli.h"
 
 int cmd_topology(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* accept4, struct ucred */
-#include "ctl.h"
+#include "daemon/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "daemon/loop.h"
 
 #define REPLY_MAX 65536
 
@@ -176,6 +178,75 @@ int tb_ctl_handle(struct tb_ctl_client *c, size_t (*report)(void *ctx, char *buf
 	}
 	close(c->fd);
 	return 1;
+}
+
+static void drop_client(struct tb_ctl_server *s, size_t i)
+{
+	tb_loop_unwatch(s->loop, s->cl[i].fd);
+	s->cl[i] = s->cl[--s->ncl];
+}
+
+static void on_client(void *ctx, int fd, short revents)
+{
+	struct tb_ctl_server *s = ctx;
+	(void)revents;
+	for (size_t i = 0; i < s->ncl; i++)
+		if (s->cl[i].fd == fd) {
+			if (tb_ctl_handle(&s->cl[i], s->report, s->ctx))
+				drop_client(s, i); /* tb_ctl_handle closed it */
+			return;
+		}
+}
+
+static void on_listen(void *ctx, int fd, short revents)
+{
+	struct tb_ctl_server *s = ctx;
+	if (!(revents & POLLIN))
+		return;
+	int cfd = tb_ctl_accept(fd);
+	if (cfd < 0)
+		return;
+	if (s->ncl == TB_CTL_MAX_CLIENTS) { /* the oldest waits longest: it goes first */
+		int old = s->cl[0].fd;
+		drop_client(s, 0);
+		close(old);
+	}
+	if (tb_loop_watch(s->loop, cfd, on_client, s)) {
+		close(cfd);
+		return;
+	}
+	s->cl[s->ncl++] = (struct tb_ctl_client){.fd = cfd, .since_ms = tb_loop_now_ms()};
+}
+
+/* connected and said nothing */
+static void drop_silent(void *ctx, uint64_t now)
+{
+	struct tb_ctl_server *s = ctx;
+	for (size_t i = s->ncl; i-- > 0;)
+		if (now - s->cl[i].since_ms > TB_CTL_CLIENT_TIMEOUT_MS) {
+			int fd = s->cl[i].fd;
+			drop_client(s, i);
+			close(fd);
+		}
+}
+
+int tb_ctl_serve(struct tb_ctl_server *s, struct tb_loop *loop, int lfd,
+		 size_t (*report)(void *ctx, char *buf, size_t len), void *ctx)
+{
+	*s = (struct tb_ctl_server){.loop = loop, .lfd = lfd, .report = report, .ctx = ctx};
+	if (lfd < 0)
+		return 0;
+	int rc = tb_loop_watch(loop, lfd, on_listen, s);
+	return rc ? rc : tb_loop_hook(loop, drop_silent, s);
+}
+
+void tb_ctl_serve_end(struct tb_ctl_server *s)
+{
+	while (s->ncl) {
+		int fd = s->cl[0].fd;
+		drop_client(s, 0);
+		close(fd);
+	}
 }
 
 int tb_ctl_request(const char *path, const char *request, char **answer, char *err, size_t len)

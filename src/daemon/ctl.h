@@ -35,6 +35,25 @@ struct tb_ctl_client {
 	unsigned long long since_ms; /* when it connected, for the caller's timeout */
 };
 int tb_ctl_handle(struct tb_ctl_client *c, size_t (*report)(void *ctx, char *buf, size_t len), void *ctx);
+/* The daemon's side in its event loop: the listening socket and up to
+ * TB_CTL_MAX_CLIENTS clients, each answered once its request is in, and
+ * hung up on after TB_CTL_CLIENT_TIMEOUT_MS if it has said nothing. */
+#define TB_CTL_MAX_CLIENTS 16
+#define TB_CTL_CLIENT_TIMEOUT_MS 2000
+struct tb_loop;
+struct tb_ctl_server {
+	struct tb_loop *loop;
+	int lfd;
+	size_t (*report)(void *ctx, char *buf, size_t len);
+	void *ctx;
+	struct tb_ctl_client cl[TB_CTL_MAX_CLIENTS];
+	size_t ncl;
+};
+/* 0, or -ENOSPC when the loop has no room left. */
+int tb_ctl_serve(struct tb_ctl_server *s, struct tb_loop *loop, int lfd,
+		 size_t (*report)(void *ctx, char *buf, size_t len), void *ctx);
+/* Hangs up on the clients still connected. */
+void tb_ctl_serve_end(struct tb_ctl_server *s);
 /* Client side: sends request, reads the whole answer into a malloc'd string. */
 int tb_ctl_request(const char *path, const char *request, char **answer, char *err, size_t len);
 

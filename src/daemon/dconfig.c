@@ -1,11 +1,11 @@
-#include "dconfig.h"
+#include "daemon/dconfig.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "util/cfg.h"
 
 void tb_dconfig_default(struct tb_dconfig *c)
 {

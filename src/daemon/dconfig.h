@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "knobs.h"
+#include "engine/knobs.h"
 
 #define TB_DCFG_MAX_PIDS 64
 #define TB_DCFG_MAX_NODES 64

@@ -1,4 +1,4 @@
-#include "live.h"
+#include "daemon/live.h"
 
 #include <errno.h>
 #include <numa.h>
@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bigalloc.h"
-#include "clock.h"
-#include "softdirty.h"
+#include "util/bigalloc.h"
+#include "util/clock.h"
+#include "linux/pagemap.h"
 
 #define PS_YOUNG 0x1u /* accessed (a fault, or seen by the sampler) since the engine last asked */
 /* The sampler saw the page accessed in the last round. It stands for the whole

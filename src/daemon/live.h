@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "access.h"
-#include "dconfig.h"
-#include "engine.h"
-#include "idmap.h"
-#include "mover.h"
-#include "target.h"
-#include "topology.h"
-#include "uffd.h"
+#include "access/access.h"
+#include "daemon/dconfig.h"
+#include "engine/engine.h"
+#include "daemon/idmap.h"
+#include "linux/mover.h"
+#include "daemon/target.h"
+#include "linux/topology.h"
+#include "exec/uffd.h"
 
 /* The daemon's own counters, after the engine's. */
 #define TB_LIVE_COUNTERS(X)                                                                   \

@@ -1,4 +1,4 @@
-#include "target.h"
+#include "daemon/target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "idmap.h"
-#include "maps.h"
+#include "daemon/idmap.h"
+#include "linux/maps.h"
 
 int tb_target_check(pid_t pid, struct tb_proc_stat *st, char *err, size_t len)
 {

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "maps.h"
-#include "procfs.h"
+#include "linux/maps.h"
+#include "linux/procfs.h"
 
 struct tb_tchunk {
 	uintptr_t base;     /* 2 MiB aligned */

@@ -1,7 +1,7 @@
 /* First-touch allocation, modeled on get_page_from_freelist() with
  * node_reclaim_mode = 0: a node below its low watermark is skipped, not
  * reclaimed, which is how anon pages end up trapped on the slow tier. */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /* Engine life cycle, background tick, introspection and invariant checks. */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "knobs.h"
+#include "engine/knobs.h"
 
 #define TB_MAX_NODES 7
 #define TB_NO_NODE 7 /* node field value of a page that is not present */

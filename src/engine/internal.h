@@ -2,7 +2,7 @@
 #ifndef TB_ENGINE_INTERNAL_H
 #define TB_ENGINE_INTERNAL_H
 
-#include "engine.h"
+#include "engine/engine.h"
 
 /* flags byte of a page: bits 0-2 the node (XOR TB_NO_NODE), then page state bits */
 #define PF_NODE_MASK 0x07u /* read and set with pf_node(), pf_with_node() */

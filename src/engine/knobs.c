@@ -1,4 +1,4 @@
-#include "knobs.h"
+#include "engine/knobs.h"
 
 #include <errno.h>
 #include <stdbool.h>

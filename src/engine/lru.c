@@ -1,5 +1,5 @@
 /* Per-node LRU lists: doubly linked through the page metadata array. */
-#include "internal.h"
+#include "engine/internal.h"
 
 unsigned lru_of(uint8_t flags)
 {

@@ -1,6 +1,6 @@
 /* Hint faults and the promotion policies (always, hot-threshold, active-lru),
  * and promotions refused for room that wait for it (promote_retry_ms). */
-#include "internal.h"
+#include "engine/internal.h"
 
 static uint64_t rate_limit_pages(const struct tb_engine *e)
 {

@@ -1,5 +1,5 @@
 /* Migration bookkeeping, LRU aging and demotion (kswapd and direct). */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /* The NUMA hint-fault scanner: task_numa_work() per address space. */
-#include "internal.h"
+#include "engine/internal.h"
 
 #define MAX_SCAN_WINDOW_MB 2560 /* kernel: at most 2.5 GiB scanned per second */
 

@@ -1,5 +1,5 @@
 /* Watermarks per node and kswapd's target, in the three promo modes. */
-#include "internal.h"
+#include "engine/internal.h"
 
 void wmark_setup(struct tb_engine *e)
 {

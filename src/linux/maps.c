@@ -1,9 +1,9 @@
-#include "maps.h"
+#include "linux/maps.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "linux/procfs.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-#include "mover.h"
+#include "linux/mover.h"
 
 #include <errno.h>
 #include <numa.h>

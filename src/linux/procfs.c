@@ -1,4 +1,4 @@
-#include "procfs.h"
+#include "linux/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>

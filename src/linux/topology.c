@@ -1,4 +1,4 @@
-#include "topology.h"
+#include "linux/topology.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  *
  * Its job is to hand a userfaultfd of this process's memory to the tierbal
  * exec process that started it, which then arms scan windows and reads the
- * faults (see src/daemon/uffd.c). A userfaultfd works on the memory of the
+ * faults (see src/exec/uffd.c). A userfaultfd works on the memory of the
  * process that created it, so it must be made here.
  *
  * To see reads, tierbal parks a window's pages in a park area (the next
@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt_proto.h"
-#include "uffd_abi.h"
+#include "exec/rt_proto.h"
+#include "exec/uffd_abi.h"
 
 #define PAGE 4096u
 #define STACK (256u << 10) /* the mover's commands and answers live on it: a few KiB */

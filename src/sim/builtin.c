@@ -1,10 +1,10 @@
-#include "builtin.h"
+#include "sim/builtin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "util/cfg.h"
 
 static const char *builtin_find(const char *kind, const char *name)
 {

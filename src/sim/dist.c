@@ -1,4 +1,4 @@
-#include "dist.h"
+#include "sim/dist.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "../util/rng.h"
+#include "util/rng.h"
 
 #define GAUSS_BITS 12 /* 4096 buckets: the table stays in L1 */
 #define GAUSS_N (1u << GAUSS_BITS)

@@ -1,12 +1,12 @@
-#include "machine.h"
+#include "sim/machine.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin.h"
-#include "cfg.h"
+#include "sim/builtin.h"
+#include "util/cfg.h"
 
 enum {
 	K_CPUS = 1 << 0,

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/engine.h"
+#include "engine/engine.h"
 
 struct sim_node {
 	bool defined;

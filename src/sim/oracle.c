@@ -1,4 +1,4 @@
-#include "oracle.h"
+#include "sim/oracle.h"
 
 #include <errno.h>
 #include <math.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist.h"
-#include "trace.h"
+#include "sim/dist.h"
+#include "sim/trace.h"
 
 /* Probability of each page of a region, times `scale`, into w[]. */
 static void region_weights(const struct oracle_region *r, double scale, float *w)

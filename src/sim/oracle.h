@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/engine.h"
-#include "workload.h"
+#include "engine/engine.h"
+#include "sim/workload.h"
 
 struct oracle_region {
 	uint32_t base;

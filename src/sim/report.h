@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 struct report {
 	const struct machine *machine;

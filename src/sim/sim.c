@@ -1,7 +1,7 @@
 /* The simulator: an access stream drawn from the workload runs against a
  * modeled page table; the engine sees it only through hint faults, accessed
  * bits and page-cache accesses, exactly what a kernel would give it. */
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../util/bigalloc.h"
-#include "../util/clock.h"
-#include "dist.h"
-#include "oracle.h"
-#include "trace.h"
+#include "util/bigalloc.h"
+#include "util/clock.h"
+#include "sim/dist.h"
+#include "sim/oracle.h"
+#include "sim/trace.h"
 
 /* pstate: the modeled page table entry of each page */
 #define S_NODE 0x07u

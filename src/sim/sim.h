@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/engine.h"
-#include "machine.h"
-#include "workload.h"
+#include "engine/engine.h"
+#include "sim/machine.h"
+#include "sim/workload.h"
 
 struct sim_config {
 	const struct machine *machine;

@@ -1,4 +1,4 @@
-#include "trace.h"
+#include "sim/trace.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "util/cfg.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

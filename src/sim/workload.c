@@ -1,4 +1,4 @@
-#include "workload.h"
+#include "sim/workload.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin.h"
-#include "cfg.h"
-#include "trace.h"
+#include "sim/builtin.h"
+#include "util/cfg.h"
+#include "sim/trace.h"
 
 static const char *const dist_names[] = {"uniform", "gaussian", "zipf", "trace"};
 

@@ -1,4 +1,4 @@
-#include "bigalloc.h"
+#include "util/bigalloc.h"
 
 #include <stdbool.h>
 #include <stdint.h>

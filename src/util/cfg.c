@@ -1,4 +1,4 @@
-#include "cfg.h"
+#include "util/cfg.h"
 
 #include <errno.h>
 #include <fcntl.h>

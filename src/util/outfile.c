@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* mkostemp */
-#include "outfile.h"
+#include "util/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mover.h"
-#include "uffd_abi.h"
+#include "linux/mover.h"
+#include "exec/uffd_abi.h"
 
 #define SOCK "/tmp/tierbal-test.sock"
 

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "mover.h"
+#include "linux/mover.h"
 
 static int pass, fail;
 

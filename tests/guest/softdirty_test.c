@@ -8,9 +8,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "procfs.h"
-#include "softdirty.h"
+#include "access/access.h"
+#include "linux/procfs.h"
+#include "linux/softdirty.h"
 
 static int pass, fail;
 

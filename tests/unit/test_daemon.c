@@ -26,18 +26,18 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include "access.h"
-#include "exec.h"
-#include "rt_proto.h"
-#include "softdirty.h"
-#include "uffd.h"
-#include "park.h"
-#include "uffd_abi.h"
-#include "ctl.h"
-#include "dconfig.h"
-#include "idmap.h"
-#include "procfs.h"
-#include "target.h"
+#include "access/access.h"
+#include "exec/exec.h"
+#include "exec/rt_proto.h"
+#include "linux/pagemap.h"
+#include "exec/uffd.h"
+#include "exec/park.h"
+#include "exec/uffd_abi.h"
+#include "daemon/ctl.h"
+#include "daemon/dconfig.h"
+#include "daemon/idmap.h"
+#include "linux/procfs.h"
+#include "daemon/target.h"
 
 static void test_config(void **state)
 {

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
-#include "internal.h"
+#include "engine/engine.h"
+#include "engine/internal.h"
 
 #define FAST_PAGES 4096u
 #define SLOW_PAGES 16384u

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "maps.h"
-#include "mover.h"
-#include "softdirty.h"
-#include "topology.h"
+#include "linux/maps.h"
+#include "linux/mover.h"
+#include "linux/softdirty.h"
+#include "linux/topology.h"
 
 static void test_nodelist(void **state)
 {

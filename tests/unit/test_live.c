@@ -23,11 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec.h"
-#include "live.h"
-#include "maps.h"
-#include "rt_proto.h"
-#include "uffd.h"
+#include "exec/exec.h"
+#include "daemon/live.h"
+#include "linux/maps.h"
+#include "exec/rt_proto.h"
+#include "exec/uffd.h"
 
 #define PAGES 1024u
 #define NODE_PAGES 16384u /* 64 MiB per node */

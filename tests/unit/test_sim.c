@@ -12,13 +12,13 @@
 
 #include <cmocka.h>
 
-#include "dist.h"
-#include "machine.h"
-#include "oracle.h"
-#include "report.h"
-#include "sim.h"
-#include "trace.h"
-#include "workload.h"
+#include "sim/dist.h"
+#include "sim/machine.h"
+#include "sim/oracle.h"
+#include "sim/report.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+#include "sim/workload.h"
 
 static const char tiny_machine[] = "[machine]\n"
 				   "name = tiny\n"

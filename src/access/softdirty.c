@@ -10,7 +10,7 @@
  * sampler reads the flag itself (smaps' VmFlags): what it reported in a
  * flagged mapping is unreliable for that round. Read after the pagemap, the
  * flag covers every page the pagemap read saw dirty because of it. */
-#include "access.h"
+#include "access/access.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "maps.h"
-#include "softdirty.h"
+#include "linux/maps.h"
+#include "linux/softdirty.h"
 
 struct sd_ctx {
 	pid_t pid;              /* whose flagged mappings these are (the last round_end) */
@@ -137,27 +137,4 @@ int tb_access_softdirty_open(struct tb_access *a, char *why, size_t len)
 	a->ctx = c;
 	snprintf(why, len, "soft-dirty (clear_refs + pagemap): sees writes only");
 	return 0;
-}
-
-int tb_access_open(struct tb_access *a, const char *choice, char *why, size_t len)
-{
-	if (!strcmp(choice, "softdirty"))
-		return tb_access_softdirty_open(a, why, len);
-	if (!strcmp(choice, "damon"))
-		return tb_access_damon_open(a, "", why, len);
-	if (!strcmp(choice, "none"))
-		return tb_access_none_open(a, why, len);
-	if (strcmp(choice, "auto")) {
-		snprintf(why, len, "unknown sampler '%s' (auto, damon, softdirty or none)", choice);
-		return -EINVAL;
-	}
-	char dwhy[384];
-	if (tb_access_damon_open(a, "", dwhy, sizeof(dwhy)) == 0) {
-		snprintf(why, len, "%s", dwhy);
-		return 0;
-	}
-	char swhy[256];
-	int rc = tb_access_softdirty_open(a, swhy, sizeof(swhy));
-	snprintf(why, len, "%s; not DAMON: %s", swhy, dwhy);
-	return rc;
 }

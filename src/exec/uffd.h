@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "maps.h"
-#include "park.h"
+#include "linux/maps.h"
+#include "exec/park.h"
 
 struct tb_uffd;
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* accept4, pipe2, struct ucred */
-#include "exec.h"
+#include "exec/exec.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "procfs.h"
-#include "rt_proto.h"
+#include "linux/procfs.h"
+#include "exec/rt_proto.h"
 
 #define RT_NAME "libtierbal-rt.so"
 

@@ -1,4 +1,4 @@
-#include "park.h"
+#include "exec/park.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,8 +8,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "softdirty.h"
-#include "uffd_abi.h"
+#include "linux/pagemap.h"
+#include "exec/uffd_abi.h"
 
 #define PAGE 4096u
 

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* accept4, struct ucred */
-#include "uffd.h"
+#include "exec/uffd.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "rt_proto.h"
-#include "uffd_abi.h"
+#include "util/clock.h"
+#include "exec/rt_proto.h"
+#include "exec/uffd_abi.h"
 
 #define MAX_PROCS 256
 #define QUEUE 65536 /* events; a power of two */

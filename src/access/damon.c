@@ -1,7 +1,7 @@
 /* The DAMON sampler: one kdamond per process, virtual-address monitoring,
  * and a "stat" scheme whose tried regions (kernel 6.2 and later) give each
  * region's access count over the last aggregation interval. */
-#include "access.h"
+#include "access/access.h"
 
 #include <dirent.h>
 #include <errno.h>

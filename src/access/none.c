@@ -1,5 +1,5 @@
 /* The sampler that sees nothing (see access.h). */
-#include "access.h"
+#include "access/access.h"
 
 #include <stdio.h>
 #include <string.h>
