@@ -34,18 +34,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 	char err[1024];
 	if (which == 0) {
-		struct sim_options o;
-		uint32_t flags[SIM_MAX_RUNS];
+		struct tb_sim_options o;
+		uint32_t flags[TB_SIM_MAX_RUNS];
 		size_t n;
-		if (!sim_parse_options(argc, argv, &o) && !sim_parse_policies(o.policies, flags, &n) && o.sweep) {
-			char knob[96], values[SIM_MAX_VALUES][32];
-			struct tb_knobs knobs[SIM_MAX_VALUES];
-			sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &n);
+		if (!tb_sim_parse_options(argc, argv, &o) && !tb_sim_parse_policies(o.policies, flags, &n) && o.sweep) {
+			char knob[96], values[TB_SIM_MAX_VALUES][32];
+			struct tb_knobs knobs[TB_SIM_MAX_VALUES];
+			tb_sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &n);
 		}
 	} else {
 		struct tb_exec_opts x;
 		struct tb_run_opts o;
-		int rc = which == 1 ? run_parse_options(argc, argv, &o) : exec_parse_options(argc, argv, &x);
+		int rc = which == 1 ? tb_run_parse_options(argc, argv, &o) : tb_exec_parse_options(argc, argv, &x);
 		if (which == 2)
 			o = x.run;
 		if (!rc) {

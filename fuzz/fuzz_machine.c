@@ -1,4 +1,4 @@
-/* libFuzzer target: simulated machine files (machine_parse). */
+/* libFuzzer target: simulated machine files (tb_machine_parse). */
 #include <stdint.h>
 
 #include "fuzz_text.h"
@@ -8,9 +8,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = fuzz_text(data, size), err[512];
-	struct machine m;
+	struct tb_machine m;
 	if (text)
-		machine_parse(&m, "fuzz.ini", text, err, sizeof(err));
+		tb_machine_parse(&m, "fuzz.ini", text, err, sizeof(err));
 	free(text);
 	return 0;
 }

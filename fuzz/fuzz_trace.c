@@ -1,4 +1,4 @@
-/* libFuzzer target: access traces (trace_parse). */
+/* libFuzzer target: access traces (tb_trace_parse). */
 #include <stdint.h>
 
 #include "fuzz_text.h"
@@ -8,9 +8,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = fuzz_text(data, size), err[512];
-	struct trace *t = NULL;
-	if (text && !trace_parse(&t, "fuzz.trace", text, err, sizeof(err)))
-		trace_free(t);
+	struct tb_trace *t = NULL;
+	if (text && !tb_trace_parse(&t, "fuzz.trace", text, err, sizeof(err)))
+		tb_trace_free(t);
 	free(text);
 	return 0;
 }

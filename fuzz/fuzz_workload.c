@@ -1,4 +1,4 @@
-/* libFuzzer target: workload files (workload_parse). The label puts relative
+/* libFuzzer target: workload files (tb_workload_parse). The label puts relative
  * trace paths in a directory that does not exist, so only the text is fuzzed. */
 #include <stdint.h>
 
@@ -9,9 +9,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = fuzz_text(data, size), err[512];
-	struct workload w;
-	if (text && !workload_parse(&w, "/nonexistent-tierbal-fuzz/w.ini", text, err, sizeof(err)))
-		workload_free(&w);
+	struct tb_workload w;
+	if (text && !tb_workload_parse(&w, "/nonexistent-tierbal-fuzz/w.ini", text, err, sizeof(err)))
+		tb_workload_free(&w);
 	free(text);
 	return 0;
 }

@@ -11,25 +11,25 @@
 #define TB_VERSION "0.1.0"
 
 /* Exit codes shared by all subcommands. */
-#define EXIT_OK 0
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
+#define TB_EXIT_OK 0
+#define TB_EXIT_FAIL 1
+#define TB_EXIT_USAGE 2
 
-int cmd_sim(int argc, char **argv);
-int cmd_topology(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_stat(int argc, char **argv);
-int cmd_exec(int argc, char **argv);
+int tb_cmd_sim(int argc, char **argv);
+int tb_cmd_topology(int argc, char **argv);
+int tb_cmd_run(int argc, char **argv);
+int tb_cmd_stat(int argc, char **argv);
+int tb_cmd_exec(int argc, char **argv);
 
 /* Says what is wrong with the option getopt_long just refused (its result
  * ch, with an option string that starts with ':'), for tierbal CMD. */
-void cli_bad_option(const char *cmd, int ch, char **argv);
+void tb_cli_bad_option(const char *cmd, int ch, char **argv);
 
 /* The option parsers, apart from what the commands then do (the fuzz targets call them).
  * Each returns 0, 1 when --help was printed, or -EINVAL after printing what is wrong. */
-#define SIM_MAX_RUNS 16   /* policies in one comparison */
-#define SIM_MAX_VALUES 16 /* values of a swept knob */
-struct sim_options {
+#define TB_SIM_MAX_RUNS 16   /* policies in one comparison */
+#define TB_SIM_MAX_VALUES 16 /* values of a swept knob */
+struct tb_sim_options {
 	const char *machine, *workload, *policies, *format, *out, *sweep;
 	double duration, interval;
 	uint64_t seed;
@@ -37,13 +37,13 @@ struct sim_options {
 	bool oracle, check, quiet, list;
 	long jobs;
 };
-int sim_parse_options(int argc, char **argv, struct sim_options *o);
-int sim_parse_policies(const char *list, uint32_t *flags, size_t *n);
+int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o);
+int tb_sim_parse_policies(const char *list, uint32_t *flags, size_t *n);
 /* "KNOB=V1,V2,...": one knob set per value, each checked against the knob's range */
-int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
+int tb_sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
 		    struct tb_knobs *knobs, size_t *n);
-int run_parse_options(int argc, char **argv, struct tb_run_opts *o);
+int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o);
 struct tb_exec_opts;
-int exec_parse_options(int argc, char **argv, struct tb_exec_opts *o);
+int tb_exec_parse_options(int argc, char **argv, struct tb_exec_opts *o);
 
 #endif

@@ -68,7 +68,7 @@ static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *name, 
 	return 0;
 }
 
-int exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
+int tb_exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 {
 	static const struct option longopts[] = {
 		{"policy", required_argument, NULL, 'P'},      {"set", required_argument, NULL, 'S'},
@@ -176,7 +176,7 @@ int exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 			exec_usage(stdout);
 			return 1;
 		default:
-			cli_bad_option("exec", ch, argv);
+			tb_cli_bad_option("exec", ch, argv);
 			return -EINVAL;
 		}
 	}
@@ -188,11 +188,11 @@ int exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 	return 0;
 }
 
-int cmd_exec(int argc, char **argv)
+int tb_cmd_exec(int argc, char **argv)
 {
 	struct tb_exec_opts o;
-	int rc = exec_parse_options(argc, argv, &o);
+	int rc = tb_exec_parse_options(argc, argv, &o);
 	if (rc)
-		return rc > 0 ? EXIT_OK : EXIT_USAGE;
+		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
 	return tb_exec_run(&o);
 }

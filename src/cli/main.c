@@ -24,28 +24,28 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return TB_EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "sim"))
-		return cmd_sim(argc - 1, argv + 1);
+		return tb_cmd_sim(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 1, argv + 1);
+		return tb_cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "exec"))
-		return cmd_exec(argc - 1, argv + 1);
+		return tb_cmd_exec(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stat"))
-		return cmd_stat(argc - 1, argv + 1);
+		return tb_cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(cmd, "topology"))
-		return cmd_topology(argc - 1, argv + 1);
+		return tb_cmd_topology(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
-		return EXIT_OK;
+		return TB_EXIT_OK;
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("tierbal %s\n", TB_VERSION);
-		return EXIT_OK;
+		return TB_EXIT_OK;
 	}
 	fprintf(stderr, "tierbal: unknown command '%s'\n", cmd);
 	usage(stderr);
-	return EXIT_USAGE;
+	return TB_EXIT_USAGE;
 }

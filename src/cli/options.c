@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 
-void cli_bad_option(const char *cmd, int ch, char **argv)
+void tb_cli_bad_option(const char *cmd, int ch, char **argv)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";
 	if (ch == ':')

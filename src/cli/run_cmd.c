@@ -33,7 +33,7 @@ static void run_usage(FILE *f)
 		TB_DEFAULT_SOCKET);
 }
 
-int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
+int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},      {"cgroup", required_argument, NULL, 'g'},
@@ -108,7 +108,7 @@ int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			run_usage(stdout);
 			return 1;
 		default:
-			cli_bad_option("run", ch, argv);
+			tb_cli_bad_option("run", ch, argv);
 			return -EINVAL;
 		}
 	}
@@ -119,11 +119,11 @@ int run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 	return 0;
 }
 
-int cmd_run(int argc, char **argv)
+int tb_cmd_run(int argc, char **argv)
 {
 	struct tb_run_opts o;
-	int rc = run_parse_options(argc, argv, &o);
+	int rc = tb_run_parse_options(argc, argv, &o);
 	if (rc)
-		return rc > 0 ? EXIT_OK : EXIT_USAGE;
+		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
 	return tb_daemon_run(&o, &tb_run_mode, NULL);
 }

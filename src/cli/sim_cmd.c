@@ -69,14 +69,14 @@ static void list_all(void)
 			char err[256] = "";
 			char desc[256] = "";
 			if (k == 0) {
-				struct machine m;
-				if (!machine_parse(&m, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err)))
+				struct tb_machine m;
+				if (!tb_machine_parse(&m, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err)))
 					snprintf(desc, sizeof(desc), "%s", m.description);
 			} else {
-				struct workload w;
-				if (!workload_parse(&w, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err))) {
+				struct tb_workload w;
+				if (!tb_workload_parse(&w, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err))) {
 					snprintf(desc, sizeof(desc), "%s", w.description);
-					workload_free(&w);
+					tb_workload_free(&w);
 				}
 			}
 			printf("  %-14s %s\n", tb_builtins[i].name, desc[0] ? desc : err);
@@ -103,8 +103,8 @@ static void list_all(void)
 }
 
 struct job {
-	struct sim_config cfg;
-	struct sim_result res;
+	struct tb_sim_config cfg;
+	struct tb_sim_result res;
 	int rc;
 	char err[512];
 	_Atomic unsigned permille;
@@ -124,7 +124,7 @@ static void *worker(void *arg)
 		if (i >= p->nr_jobs)
 			return NULL;
 		struct job *j = &p->jobs[i];
-		j->rc = sim_run(&j->cfg, &j->res, j->err, sizeof(j->err));
+		j->rc = tb_sim_run(&j->cfg, &j->res, j->err, sizeof(j->err));
 		atomic_store(&j->permille, 1000);
 		atomic_fetch_add(&p->done, 1);
 	}
@@ -170,7 +170,7 @@ static int parse_double(const char *opt, const char *s, double min, double *out)
 	return 0;
 }
 
-int sim_parse_options(int argc, char **argv, struct sim_options *o)
+int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 {
 	static const struct option longopts[] = {
 		{"machine", required_argument, NULL, 'm'}, {"workload", required_argument, NULL, 'w'},
@@ -183,7 +183,7 @@ int sim_parse_options(int argc, char **argv, struct sim_options *o)
 		{"sweep", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
-	*o = (struct sim_options){.machine = "small", .workload = "gauss", .policies = default_policies,
+	*o = (struct tb_sim_options){.machine = "small", .workload = "gauss", .policies = default_policies,
 			      .format = "table", .seed = 1, .oracle = true, .duration = -1, .interval = -1};
 	tb_knobs_default(&o->knobs);
 	opterr = 0;
@@ -234,7 +234,7 @@ int sim_parse_options(int argc, char **argv, struct sim_options *o)
 			}
 			break;
 		default:
-			cli_bad_option("sim", c, argv);
+			tb_cli_bad_option("sim", c, argv);
 			return -EINVAL;
 		}
 	}
@@ -251,7 +251,7 @@ int sim_parse_options(int argc, char **argv, struct sim_options *o)
 
 /* "KNOB=V1,V2,...": each value checked against the knob's range now, so a
  * typo fails before any simulation runs. */
-int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
+int tb_sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
 		    char values[][32], struct tb_knobs *knobs, size_t *n)
 {
 	const char *eq = strchr(arg, '=');
@@ -264,9 +264,9 @@ int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, si
 	*n = 0;
 	for (const char *v = eq + 1; *v;) {
 		size_t len = strcspn(v, ",");
-		if (!len || len >= 32 || *n == SIM_MAX_VALUES) {
+		if (!len || len >= 32 || *n == TB_SIM_MAX_VALUES) {
 			fprintf(stderr, "tierbal sim: --sweep: at most %d non-empty values of up to 31 characters\n",
-				SIM_MAX_VALUES);
+				TB_SIM_MAX_VALUES);
 			return -EINVAL;
 		}
 		char assign[160], err[256];
@@ -285,7 +285,7 @@ int sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, si
 	return 0;
 }
 
-int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
+int tb_sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 {
 	char buf[512];
 	size_t len = strlen(list);
@@ -301,8 +301,8 @@ int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 				list);
 			return -EINVAL;
 		}
-		if (*n == SIM_MAX_RUNS - 1) {
-			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", SIM_MAX_RUNS - 1);
+		if (*n == TB_SIM_MAX_RUNS - 1) {
+			fprintf(stderr, "tierbal sim: --policy: at most %d policies\n", TB_SIM_MAX_RUNS - 1);
 			return -EINVAL;
 		}
 		if (tb_policy_parse(tok, &flags[*n])) {
@@ -322,7 +322,7 @@ int sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 
 /* Which input of the run the output file is, or NULL: writing it would
  * destroy what the run reads. */
-static const char *refuses_out(const char *out, const struct machine *m, const struct workload *w)
+static const char *refuses_out(const char *out, const struct tb_machine *m, const struct tb_workload *w)
 {
 	if (strncmp(m->source, "builtin:", 8) && tb_same_file(out, m->source))
 		return "machine file";
@@ -334,42 +334,42 @@ static const char *refuses_out(const char *out, const struct machine *m, const s
 	return NULL;
 }
 
-int cmd_sim(int argc, char **argv)
+int tb_cmd_sim(int argc, char **argv)
 {
-	struct sim_options o;
-	int prc = sim_parse_options(argc, argv, &o);
+	struct tb_sim_options o;
+	int prc = tb_sim_parse_options(argc, argv, &o);
 	if (prc)
-		return prc > 0 ? EXIT_OK : EXIT_USAGE;
+		return prc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
 	if (o.list) {
 		list_all();
-		return EXIT_OK;
+		return TB_EXIT_OK;
 	}
-	uint32_t flags[SIM_MAX_RUNS];
+	uint32_t flags[TB_SIM_MAX_RUNS];
 	size_t nr_pol;
-	if (sim_parse_policies(o.policies, flags, &nr_pol))
-		return EXIT_USAGE;
+	if (tb_sim_parse_policies(o.policies, flags, &nr_pol))
+		return TB_EXIT_USAGE;
 	char err[1024];
-	struct machine m;
-	if (machine_load(&m, o.machine, err, sizeof(err))) {
+	struct tb_machine m;
+	if (tb_machine_load(&m, o.machine, err, sizeof(err))) {
 		fprintf(stderr, "tierbal sim: machine: %s\n", err);
-		return EXIT_USAGE;
+		return TB_EXIT_USAGE;
 	}
-	struct workload w;
-	if (workload_load(&w, o.workload, err, sizeof(err))) {
+	struct tb_workload w;
+	if (tb_workload_load(&w, o.workload, err, sizeof(err))) {
 		fprintf(stderr, "tierbal sim: workload: %s\n", err);
-		return EXIT_USAGE;
+		return TB_EXIT_USAGE;
 	}
 	double duration = o.duration > 0 ? o.duration : w.duration_s;
 	double interval = o.interval > 0 ? o.interval : w.interval_s;
 	if (interval > duration)
 		interval = duration;
-	char knob[96] = "", values[SIM_MAX_VALUES][32];
-	struct tb_knobs knobs[SIM_MAX_VALUES];
+	char knob[96] = "", values[TB_SIM_MAX_VALUES][32];
+	struct tb_knobs knobs[TB_SIM_MAX_VALUES];
 	size_t nr_val = 1;
 	knobs[0] = o.knobs;
-	if (o.sweep && sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
-		workload_free(&w);
-		return EXIT_USAGE;
+	if (o.sweep && tb_sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
+		tb_workload_free(&w);
+		return TB_EXIT_USAGE;
 	}
 	for (size_t v = 0; v < nr_val; v++) {
 		if (tb_knobs_check(&knobs[v], err, sizeof(err))) {
@@ -377,8 +377,8 @@ int cmd_sim(int argc, char **argv)
 				fprintf(stderr, "tierbal sim: --sweep %s=%s: %s\n", knob, values[v], err);
 			else
 				fprintf(stderr, "tierbal sim: knobs: %s\n", err);
-			workload_free(&w);
-			return EXIT_USAGE;
+			tb_workload_free(&w);
+			return TB_EXIT_USAGE;
 		}
 	}
 	FILE *out = stdout;
@@ -388,13 +388,13 @@ int cmd_sim(int argc, char **argv)
 		if (input) {
 			fprintf(stderr, "tierbal sim: --out %s: that is the %s this run reads; choose another output file\n",
 				o.out, input);
-			workload_free(&w);
-			return EXIT_USAGE;
+			tb_workload_free(&w);
+			return TB_EXIT_USAGE;
 		}
 		if (tb_outfile_open(&of, o.out, err, sizeof(err))) {
 			fprintf(stderr, "tierbal sim: --out: %s\n", err);
-			workload_free(&w);
-			return EXIT_USAGE;
+			tb_workload_free(&w);
+			return TB_EXIT_USAGE;
 		}
 		out = of.f;
 	}
@@ -404,12 +404,12 @@ int cmd_sim(int argc, char **argv)
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
 		tb_outfile_abort(&of);
-		workload_free(&w);
-		return EXIT_FAIL;
+		tb_workload_free(&w);
+		return TB_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < nr_jobs; i++) {
 		size_t v = i / per_val, k = i % per_val;
-		jobs[i].cfg = (struct sim_config){.machine = &m, .workload = &w, .knobs = knobs[v],
+		jobs[i].cfg = (struct tb_sim_config){.machine = &m, .workload = &w, .knobs = knobs[v],
 						  .policy = k < nr_pol ? flags[k] : 0, .oracle = k == nr_pol,
 						  .seed = o.seed, .duration_s = duration, .interval_s = interval,
 						  .check = o.check, .progress_permille = &jobs[i].permille};
@@ -432,7 +432,7 @@ int cmd_sim(int argc, char **argv)
 	for (size_t i = 0; i < started; i++)
 		pthread_join(tid[i], NULL);
 
-	int rc = EXIT_OK;
+	int rc = TB_EXIT_OK;
 	for (size_t i = 0; i < nr_jobs; i++) {
 		const char *what = i % per_val < nr_pol ? tb_policy_name(flags[i % per_val]) : "oracle";
 		char at[160] = "";
@@ -446,49 +446,49 @@ int cmd_sim(int argc, char **argv)
 				alike++;
 			}
 		if (jobs[i].rc) {
-			rc = jobs[i].rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+			rc = jobs[i].rc == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_FAIL;
 			if (alike > 1 && !before)
 				fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
 			else if (alike == 1)
 				fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
 		} else if (!o.quiet) {
-			const struct sim_result *r = &jobs[i].res;
+			const struct tb_sim_result *r = &jobs[i].res;
 			fprintf(stderr, "tierbal sim: %-14s%s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy, at,
 				(unsigned long long)r->accesses, r->wall_s, (double)r->accesses / r->wall_s / 1e6,
 				o.check ? ", invariants held" : "");
 		}
 	}
-	if (rc == EXIT_OK) {
-		static struct sim_result results[SIM_MAX_VALUES][SIM_MAX_RUNS];
-		struct report reps[SIM_MAX_VALUES];
+	if (rc == TB_EXIT_OK) {
+		static struct tb_sim_result results[TB_SIM_MAX_VALUES][TB_SIM_MAX_RUNS];
+		struct tb_report reps[TB_SIM_MAX_VALUES];
 		for (size_t v = 0; v < nr_val; v++) {
 			for (size_t k = 0; k < nr_pol; k++)
 				results[v][k] = jobs[v * per_val + k].res;
-			reps[v] = (struct report){.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
+			reps[v] = (struct tb_report){.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
 						  .results = results[v], .nr_results = nr_pol,
 						  .oracle = o.oracle ? &jobs[v * per_val + nr_pol].res : NULL,
 						  .sweep_knob = o.sweep ? knob : NULL, .sweep_value = values[v]};
 		}
 		if (o.sweep)
-			report_sweep(out, reps, nr_val, o.format);
+			tb_report_sweep(out, reps, nr_val, o.format);
 		else if (!strcmp(o.format, "table"))
-			report_table(out, &reps[0]);
+			tb_report_table(out, &reps[0]);
 		else if (!strcmp(o.format, "csv"))
-			report_csv(out, &reps[0]);
+			tb_report_csv(out, &reps[0]);
 		else
-			report_json(out, &reps[0]);
+			tb_report_json(out, &reps[0]);
 		if (o.out && tb_outfile_commit(&of, err, sizeof(err))) {
 			fprintf(stderr, "tierbal sim: %s\n", err);
-			rc = EXIT_FAIL;
+			rc = TB_EXIT_FAIL;
 		} else if (!o.out && (fflush(out) || ferror(out))) {
 			fprintf(stderr, "tierbal sim: writing standard output failed: %s\n", strerror(errno));
-			rc = EXIT_FAIL;
+			rc = TB_EXIT_FAIL;
 		}
 	}
 	tb_outfile_abort(&of); /* a failed run leaves the old file as it was */
 	for (size_t i = 0; i < nr_jobs; i++)
-		sim_result_free(&jobs[i].res);
+		tb_sim_result_free(&jobs[i].res);
 	free(jobs);
-	workload_free(&w);
+	tb_workload_free(&w);
 	return rc;
 }

@@ -55,7 +55,7 @@ static void print_as(const char *answer, int format)
 	free(copy);
 }
 
-int cmd_stat(int argc, char **argv)
+int tb_cmd_stat(int argc, char **argv)
 {
 	int format = 0;
 	const char *sock = TB_DEFAULT_SOCKET;
@@ -72,18 +72,18 @@ int cmd_stat(int argc, char **argv)
 			       "(pgpromote_success, pgdemote_kswapd, numa_hint_faults, ...), then the daemon's own.\n"
 			       "Only root may read them (default socket %s).\n",
 			       TB_DEFAULT_SOCKET);
-			return EXIT_OK;
+			return TB_EXIT_OK;
 		} else {
 			fprintf(stderr, "tierbal stat: unknown argument '%s'\nTry 'tierbal stat --help'.\n", argv[i]);
-			return EXIT_USAGE;
+			return TB_EXIT_USAGE;
 		}
 	}
 	char *answer, err[512];
 	if (tb_ctl_request(sock, "stat", &answer, err, sizeof(err))) {
 		fprintf(stderr, "tierbal stat: %s\n", err);
-		return EXIT_FAIL;
+		return TB_EXIT_FAIL;
 	}
 	print_as(answer, format);
 	free(answer);
-	return EXIT_OK;
+	return TB_EXIT_OK;
 }

@@ -5,7 +5,7 @@
 #include "linux/topology.h"
 #include "cli/cli.h"
 
-int cmd_topology(int argc, char **argv)
+int tb_cmd_topology(int argc, char **argv)
 {
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
@@ -14,18 +14,18 @@ int cmd_topology(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--help")) {
 			printf("usage: tierbal topology [--json]\n\nPrints the NUMA nodes with memory, their CPUs, "
 			       "memory, distances and tier (0 = fastest).\n");
-			return EXIT_OK;
+			return TB_EXIT_OK;
 		} else {
 			fprintf(stderr, "tierbal topology: unknown argument '%s'\nTry 'tierbal topology --help'.\n",
 				argv[i]);
-			return EXIT_USAGE;
+			return TB_EXIT_USAGE;
 		}
 	}
 	struct tb_topology t;
 	char err[256];
 	if (tb_topology_read(&t, "", err, sizeof(err))) {
 		fprintf(stderr, "tierbal topology: %s\n", err);
-		return EXIT_FAIL;
+		return TB_EXIT_FAIL;
 	}
 	if (json) {
 		printf("{\"tier_source\": \"%s\", \"nodes\": [", tb_tier_source_name(t.source));
@@ -43,7 +43,7 @@ int cmd_topology(int argc, char **argv)
 			printf("]}");
 		}
 		printf("]}\n");
-		return EXIT_OK;
+		return TB_EXIT_OK;
 	}
 	printf("tiers from: %s\n%-5s %5s %10s %10s %12s %5s %12s  %s\n", tb_tier_source_name(t.source), "node", "cpus",
 	       "MiB", "free MiB", "movable MiB", "tier", "memory_tier", "distances");
@@ -56,5 +56,5 @@ int cmd_topology(int argc, char **argv)
 			printf(" %d", n->distance[j]);
 		printf("\n");
 	}
-	return EXIT_OK;
+	return TB_EXIT_OK;
 }

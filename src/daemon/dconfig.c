@@ -47,79 +47,79 @@ int tb_sampler_choice_parse(const char *s, enum tb_sampler_choice *out)
 	return 0;
 }
 
-static bool on_daemon(struct cfg *cf, struct tb_dconfig *c, const char *sec, const char *key, const char *val)
+static bool on_daemon(struct tb_cfg *cf, struct tb_dconfig *c, const char *sec, const char *key, const char *val)
 {
 	uint64_t v;
 	if (!strcmp(key, "policy")) {
 		if (tb_policy_parse(val, &c->policy))
-			return cfg_error(cf, sec, key, "unknown policy '%s' (try 'tierbal sim --list')", val);
+			return tb_cfg_error(cf, sec, key, "unknown policy '%s' (try 'tierbal sim --list')", val);
 		return true;
 	}
 	if (!strcmp(key, "sampler")) {
 		if (tb_sampler_choice_parse(val, &c->sampler))
-			return cfg_error(cf, sec, key, "'%s' is not auto, damon, softdirty or none", val);
+			return tb_cfg_error(cf, sec, key, "'%s' is not auto, damon, softdirty or none", val);
 		return true;
 	}
 	if (!strcmp(key, "sample_ms")) {
-		if (!cfg_u64(cf, sec, key, val, 10, 60000, &v))
+		if (!tb_cfg_u64(cf, sec, key, val, 10, 60000, &v))
 			return false;
 		c->sample_ms = (uint32_t)v;
 		return true;
 	}
 	if (!strcmp(key, "refresh_ms")) {
-		if (!cfg_u64(cf, sec, key, val, 10, 600000, &v))
+		if (!tb_cfg_u64(cf, sec, key, val, 10, 600000, &v))
 			return false;
 		c->refresh_ms = (uint32_t)v;
 		return true;
 	}
 	if (!strcmp(key, "max_managed_mb"))
-		return cfg_u64(cf, sec, key, val, 0, 1ull << 40, &c->max_managed_mb);
+		return tb_cfg_u64(cf, sec, key, val, 0, 1ull << 40, &c->max_managed_mb);
 	if (!strcmp(key, "demote_rate_mb"))
-		return cfg_u64(cf, sec, key, val, 1, 1ull << 20, &c->demote_rate_mb);
+		return tb_cfg_u64(cf, sec, key, val, 1, 1ull << 20, &c->demote_rate_mb);
 	if (!strcmp(key, "dry_run"))
-		return cfg_bool(cf, sec, key, val, &c->dry_run);
+		return tb_cfg_bool(cf, sec, key, val, &c->dry_run);
 	if (!strcmp(key, "socket")) {
 		if (val[0] != '/')
-			return cfg_error(cf, sec, key, "'%s' is not an absolute path", val);
-		return cfg_string(cf, sec, key, val, c->socket, sizeof(c->socket));
+			return tb_cfg_error(cf, sec, key, "'%s' is not an absolute path", val);
+		return tb_cfg_string(cf, sec, key, val, c->socket, sizeof(c->socket));
 	}
-	return cfg_error(cf, sec, key,
+	return tb_cfg_error(cf, sec, key,
 			 "unknown key (known: policy, sampler, sample_ms, refresh_ms, max_managed_mb, "
 			 "demote_rate_mb, dry_run, socket)");
 }
 
-static bool on_targets(struct cfg *cf, struct tb_dconfig *c, const char *sec, const char *key, const char *val)
+static bool on_targets(struct tb_cfg *cf, struct tb_dconfig *c, const char *sec, const char *key, const char *val)
 {
 	if (!strcmp(key, "pid")) {
 		uint64_t v;
-		if (!cfg_u64(cf, sec, key, val, 1, 4194304, &v))
+		if (!tb_cfg_u64(cf, sec, key, val, 1, 4194304, &v))
 			return false;
 		if (c->nr_pids == TB_DCFG_MAX_PIDS)
-			return cfg_error(cf, sec, key, "more than %d pids", TB_DCFG_MAX_PIDS);
+			return tb_cfg_error(cf, sec, key, "more than %d pids", TB_DCFG_MAX_PIDS);
 		c->pids[c->nr_pids++] = (pid_t)v;
 		return true;
 	}
 	if (!strcmp(key, "cgroup"))
-		return cfg_string(cf, sec, key, val, c->cgroup, sizeof(c->cgroup));
-	return cfg_error(cf, sec, key, "unknown key (known: pid, cgroup)");
+		return tb_cfg_string(cf, sec, key, val, c->cgroup, sizeof(c->cgroup));
+	return tb_cfg_error(cf, sec, key, "unknown key (known: pid, cgroup)");
 }
 
-static bool on_section(struct cfg *cf, const char *sec)
+static bool on_section(struct tb_cfg *cf, const char *sec)
 {
 	const char *rest;
 	if (!strcmp(sec, "daemon") || !strcmp(sec, "targets") || !strcmp(sec, "knobs"))
 		return true;
-	if (cfg_section_is(sec, "node", &rest)) {
+	if (tb_cfg_section_is(sec, "node", &rest)) {
 		char *end;
 		long n = strtol(rest, &end, 10);
 		if (end == rest || *end || n < 0 || n >= TB_DCFG_MAX_NODES)
-			return cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest, TB_DCFG_MAX_NODES - 1);
+			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest, TB_DCFG_MAX_NODES - 1);
 		return true;
 	}
-	return cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");
+	return tb_cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");
 }
 
-static bool on_entry(struct cfg *cf, const char *sec, const char *key, const char *val)
+static bool on_entry(struct tb_cfg *cf, const char *sec, const char *key, const char *val)
 {
 	struct tb_dconfig *c = cf->user;
 	const char *rest;
@@ -131,24 +131,24 @@ static bool on_entry(struct cfg *cf, const char *sec, const char *key, const cha
 		char a[256], msg[256];
 		snprintf(a, sizeof(a), "%s=%s", key, val);
 		if (tb_knob_set(&c->knobs, a, msg, sizeof(msg)))
-			return cfg_error(cf, sec, key, "%s", msg);
+			return tb_cfg_error(cf, sec, key, "%s", msg);
 		return true;
 	}
-	if (cfg_section_is(sec, "node", &rest)) {
+	if (tb_cfg_section_is(sec, "node", &rest)) {
 		char *end;
 		long n = strtol(rest, &end, 10);
 		if (end == rest || *end || n < 0 || n >= TB_DCFG_MAX_NODES)
-			return cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest,
+			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest,
 					 TB_DCFG_MAX_NODES - 1);
 		if (strcmp(key, "tier"))
-			return cfg_error(cf, sec, key, "unknown key (known: tier)");
+			return tb_cfg_error(cf, sec, key, "unknown key (known: tier)");
 		uint64_t t;
-		if (!cfg_u64(cf, sec, key, val, 0, 6, &t))
+		if (!tb_cfg_u64(cf, sec, key, val, 0, 6, &t))
 			return false;
 		c->tier_override[n] = (int)t;
 		return true;
 	}
-	return cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");
+	return tb_cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");
 }
 
 int tb_dconfig_parse(struct tb_dconfig *c, const char *label, const char *text, char *err, size_t errlen)
@@ -156,7 +156,7 @@ int tb_dconfig_parse(struct tb_dconfig *c, const char *label, const char *text, 
 	struct tb_dconfig tmp = *c; /* a bad file leaves c as it was */
 	tmp.nr_pids = 0;
 	tmp.cgroup[0] = '\0';
-	int rc = cfg_parse(label, text, on_entry, on_section, &tmp, err, errlen);
+	int rc = tb_cfg_parse(label, text, on_entry, on_section, &tmp, err, errlen);
 	if (!rc)
 		*c = tmp;
 	return rc;
@@ -165,7 +165,7 @@ int tb_dconfig_parse(struct tb_dconfig *c, const char *label, const char *text, 
 int tb_dconfig_load(struct tb_dconfig *c, const char *path, char *err, size_t errlen)
 {
 	size_t len;
-	char *text = cfg_read_file(path, &len, err, errlen);
+	char *text = tb_cfg_read_file(path, &len, err, errlen);
 	if (!text)
 		return -ENOENT;
 	if (memchr(text, '\0', len)) {

@@ -231,13 +231,13 @@ static int live_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enu
 static void *live_table_alloc(void *ctx, size_t bytes)
 {
 	(void)ctx;
-	return big_alloc_sparse(bytes);
+	return tb_big_alloc_sparse(bytes);
 }
 
 static void live_table_free(void *ctx, void *table, size_t bytes)
 {
 	(void)ctx;
-	big_free(table, bytes);
+	tb_big_free(table, bytes);
 }
 
 static const struct tb_platform_ops live_platform = {
@@ -389,7 +389,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		ec.sampler_ctx = l;
 	}
 	l->nr_ps = ec.nr_pages;
-	l->ps = big_alloc_sparse(l->nr_ps); /* one byte per page id, touched as ids are */
+	l->ps = tb_big_alloc_sparse(l->nr_ps); /* one byte per page id, touched as ids are */
 	if (!l->ps) {
 		snprintf(err, len, "out of memory for %u page states", ec.nr_pages);
 		tb_live_free(l);
@@ -458,7 +458,7 @@ void tb_live_free(struct tb_live *l)
 	tb_engine_free(l->e);
 	tb_uffd_free(l->uffd);
 	tb_idmap_destroy(&l->map);
-	big_free(l->ps, l->nr_ps);
+	tb_big_free(l->ps, l->nr_ps);
 	free(l->gone.v);
 	free(l->faults.v);
 	free(l->fault_write.v);

@@ -11,7 +11,7 @@ static void add_page(struct tb_engine *e, uint32_t p, unsigned node, bool file)
 	e->meta[p].flags = f;
 	e->meta[p].moved = 0;
 	e->meta[p].scan_ms = 0; /* never scanned: a retry queued for this id's last page does not match */
-	lru_add_head(e, node, lru_of(f), p);
+	tb_lru_add_head(e, node, tb_lru_of(f), p);
 	e->node[node].used++;
 }
 
@@ -30,7 +30,7 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 	promote_flush(e);
 	if (p >= e->nr_pages || pnode(e, p) != TB_NO_NODE)
 		return -EINVAL;
-	struct tb_space *sp = space_of(e, p);
+	struct tb_space *sp = tb_space_of(e, p);
 	if (!sp)
 		return -EINVAL;
 	e->now_ns = e->pops->now_ns(e->pctx);
@@ -38,18 +38,18 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t p, bool file, unsigned *node)
 	const struct tb_node *local = &e->node[zl[0]];
 	/* TPP: demotion on the top tier starts at its own, higher watermark */
 	if (e->k.demote_scale_factor && local->tier == 0 && node_free(local) < local->wmark_demote)
-		kswapd_wake(e, zl[0]);
+		tb_kswapd_wake(e, zl[0]);
 	int n = pick_node(e, zl, true);
 	if (n < 0) {
 		for (unsigned i = 0; i < e->nr_nodes; i++)
-			if (node_free(&e->node[zl[i]]) < kswapd_target(e, zl[i]))
-				kswapd_wake(e, zl[i]);
+			if (node_free(&e->node[zl[i]]) < tb_kswapd_target(e, zl[i]))
+				tb_kswapd_wake(e, zl[i]);
 		n = pick_node(e, zl, false);
 	}
 	if (n < 0) {
 		count(e, TB_C_allocstall, 1);
 		for (unsigned i = 0; i < e->nr_nodes && n < 0; i++) {
-			reclaim_node(e, zl[i], BATCH, TB_MIGRATE_DEMOTE_DIRECT);
+			tb_reclaim_node(e, zl[i], BATCH, TB_MIGRATE_DEMOTE_DIRECT);
 			if (node_free(&e->node[zl[i]]) > e->node[zl[i]].wmark_min)
 				n = (int)zl[i];
 		}
@@ -83,7 +83,7 @@ void tb_engine_unplace(struct tb_engine *e, uint32_t p)
 	unsigned n = pf_node(f);
 	if (n == TB_NO_NODE)
 		return;
-	lru_del(e, n, lru_of(f), p);
+	tb_lru_del(e, n, tb_lru_of(f), p);
 	e->node[n].used--;
 	e->meta[p].flags = 0; /* not present */
 }

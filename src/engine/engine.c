@@ -96,7 +96,7 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 		for (unsigned l = 0; l < NR_LRU; l++)
 			n->lru[l] = (struct tb_lru){TB_NIL, TB_NIL, 0};
 	}
-	wmark_setup(e);
+	tb_wmark_setup(e);
 	build_zonelists(e);
 	e->now_ns = e->last_tick_ns = e->pops->now_ns(e->pctx);
 	*out = e;
@@ -165,7 +165,7 @@ int tb_engine_set_external(struct tb_engine *e, unsigned node, uint64_t pages)
 	n->external = pages;
 	uint64_t wake = e->k.demote_scale_factor && n->tier == 0 ? n->wmark_demote : n->wmark_low;
 	if (n->demote_to >= 0 && node_free(n) < wake)
-		kswapd_wake(e, node);
+		tb_kswapd_wake(e, node);
 	return 0;
 }
 
@@ -174,7 +174,7 @@ void tb_engine_reconfigure(struct tb_engine *e, const struct tb_knobs *k, uint32
 	promote_flush(e);
 	e->k = *k;
 	e->policy = policy;
-	wmark_setup(e);
+	tb_wmark_setup(e);
 }
 
 void tb_engine_tick(struct tb_engine *e)
@@ -183,11 +183,11 @@ void tb_engine_tick(struct tb_engine *e)
 	e->now_ns = e->pops->now_ns(e->pctx);
 	uint64_t elapsed = e->now_ns - e->last_tick_ns;
 	e->last_tick_ns = e->now_ns;
-	scan_run(e);
-	boost_decay(e, elapsed);
-	kswapd_run(e, elapsed);
+	tb_scan_run(e);
+	tb_boost_decay(e, elapsed);
+	tb_kswapd_run(e, elapsed);
 	if (e->nr_retry)
-		promote_retry_run(e); /* into the room kswapd just made */
+		tb_promote_retry_run(e); /* into the room kswapd just made */
 }
 
 const uint64_t *tb_engine_counters(const struct tb_engine *e)
@@ -243,9 +243,9 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 			snprintf(err, len, "page %u is on more than one list (again on node %u list %u)", p, ni, l);
 			return -EFAULT;
 		}
-		if (pf_node(f) != ni || lru_of(f) != l) {
+		if (pf_node(f) != ni || tb_lru_of(f) != l) {
 			snprintf(err, len, "page %u (node %u, list %u) found on node %u list %u", p,
-				 pf_node(f), lru_of(f), ni, l);
+				 pf_node(f), tb_lru_of(f), ni, l);
 			return -EFAULT;
 		}
 		if (e->meta[p].prev != prev) {
@@ -290,7 +290,7 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 					snprintf(err, len, "page %u claims node %u of %u", p, ni, e->nr_nodes);
 				rc = -EFAULT;
 			} else {
-				listed[ni][lru_of(f)]++;
+				listed[ni][tb_lru_of(f)]++;
 				if (!rc && e->node[ni].demote_to >= 0 && !(f & PF_VISIT)) {
 					snprintf(err, len, "page %u is on node %u but on none of its lists", p, ni);
 					rc = -EFAULT;

@@ -161,38 +161,38 @@ static inline void count(struct tb_engine *e, enum tb_counter c, uint64_t n)
 }
 
 /* lru.c */
-unsigned lru_of(uint8_t flags);
-void lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
-void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
-void page_activate(struct tb_engine *e, uint32_t p);
+unsigned tb_lru_of(uint8_t flags);
+void tb_lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
+void tb_lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
+void tb_page_activate(struct tb_engine *e, uint32_t p);
 
 /* wmark.c */
-void wmark_setup(struct tb_engine *e);
-uint64_t kswapd_target(const struct tb_engine *e, unsigned n);
-bool tiering_on(const struct tb_engine *e);
-void boost_on_refusal(struct tb_engine *e, unsigned n);
-void boost_decay(struct tb_engine *e, uint64_t elapsed_ns);
-void kswapd_wake(struct tb_engine *e, unsigned n);
+void tb_wmark_setup(struct tb_engine *e);
+uint64_t tb_kswapd_target(const struct tb_engine *e, unsigned n);
+bool tb_tiering_on(const struct tb_engine *e);
+void tb_boost_on_refusal(struct tb_engine *e, unsigned n);
+void tb_boost_decay(struct tb_engine *e, uint64_t elapsed_ns);
+void tb_kswapd_wake(struct tb_engine *e, unsigned n);
 
 /* reclaim.c */
-uint64_t reclaim_node(struct tb_engine *e, unsigned n, uint64_t nr, enum tb_migrate_reason why);
-void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns);
+uint64_t tb_reclaim_node(struct tb_engine *e, unsigned n, uint64_t nr, enum tb_migrate_reason why);
+void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns);
 /* Moves pages and updates lists, counters and ping-pong state; returns pages moved. */
-size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
+size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
 		     enum tb_migrate_reason why);
 
 /* promote.c */
-void promote_flush_now(struct tb_engine *e);
-void promote_retry_run(struct tb_engine *e);
+void tb_promote_flush_now(struct tb_engine *e);
+void tb_promote_retry_run(struct tb_engine *e);
 /* Moves the promotions a batch holds; every call that changes placement starts with it. */
 static inline void promote_flush(struct tb_engine *e)
 {
 	if (e->nr_pend)
-		promote_flush_now(e);
+		tb_promote_flush_now(e);
 }
 
 /* scan.c */
-void scan_run(struct tb_engine *e);
-struct tb_space *space_of(struct tb_engine *e, uint32_t p);
+void tb_scan_run(struct tb_engine *e);
+struct tb_space *tb_space_of(struct tb_engine *e, uint32_t p);
 
 #endif

@@ -1,7 +1,7 @@
 /* Per-node LRU lists: doubly linked through the page metadata array. */
 #include "engine/internal.h"
 
-unsigned lru_of(uint8_t flags)
+unsigned tb_lru_of(uint8_t flags)
 {
 	return ((flags & PF_FILE) ? LRU_INACTIVE_FILE : LRU_INACTIVE_ANON) + ((flags & PF_ACTIVE) ? 1 : 0);
 }
@@ -14,7 +14,7 @@ static inline bool ordered(const struct tb_engine *e, unsigned node)
 	return e->node[node].demote_to >= 0;
 }
 
-void lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
+void tb_lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 {
 	struct tb_lru *l = &e->node[node].lru[lru];
 	struct tb_pmeta *m = &e->meta[p];
@@ -33,7 +33,7 @@ void lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 	l->count++;
 }
 
-void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
+void tb_lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 {
 	struct tb_lru *l = &e->node[node].lru[lru];
 	struct tb_pmeta *m = &e->meta[p];
@@ -54,15 +54,15 @@ void lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 }
 
 /* Moves a present page to the head of its node's active list. */
-void page_activate(struct tb_engine *e, uint32_t p)
+void tb_page_activate(struct tb_engine *e, uint32_t p)
 {
 	uint8_t f = e->meta[p].flags;
 	unsigned n = pf_node(f);
 	if (f & PF_ACTIVE)
 		return;
-	lru_del(e, n, lru_of(f), p);
+	tb_lru_del(e, n, tb_lru_of(f), p);
 	f = (uint8_t)((f | PF_ACTIVE) & ~PF_REFERENCED);
 	e->meta[p].flags = f;
-	lru_add_head(e, n, lru_of(f), p);
+	tb_lru_add_head(e, n, tb_lru_of(f), p);
 	count(e, TB_C_pgactivate, 1);
 }

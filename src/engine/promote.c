@@ -120,7 +120,7 @@ static void retry_later(struct tb_engine *e, uint32_t p, unsigned dst)
 /* Promotes queued pages, oldest first, while their node has room. An entry
  * whose page has moved, gone, or been scanned again since is dropped: its
  * next fault decides. */
-void promote_retry_run(struct tb_engine *e)
+void tb_promote_retry_run(struct tb_engine *e)
 {
 	uint32_t now = now_ms(e);
 	bool was_batching = e->batching;
@@ -138,7 +138,7 @@ void promote_retry_run(struct tb_engine *e)
 		if (valid) {
 			const struct tb_node *d = &e->node[r->dst];
 			if (node_free(d) <= d->wmark_high + 1) {
-				kswapd_wake(e, r->dst); /* still no room: kswapd's next run makes it */
+				tb_kswapd_wake(e, r->dst); /* still no room: kswapd's next run makes it */
 				break;
 			}
 			promote_page(e, r->page, src, r->dst);
@@ -167,7 +167,7 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	if (src == TB_NO_NODE || !(f & PF_ARMED))
 		return;
 	e->meta[p].flags = f & (uint8_t)~PF_ARMED;
-	struct tb_space *sp = space_of(e, p);
+	struct tb_space *sp = tb_space_of(e, p);
 	if (!sp)
 		return;
 	e->now_ns = e->pops->now_ns(e->pctx);
@@ -178,7 +178,7 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	} else {
 		sp->faults_remote++;
 	}
-	if (!tiering_on(e) || node_fast(e, src))
+	if (!tb_tiering_on(e) || node_fast(e, src))
 		return;
 	/* adaptive: a fault that moved nothing tells the scanner what a local
 	 * fault tells it, that there is little to do here, so it slows down */
@@ -195,7 +195,7 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 	struct tb_node *d = &e->node[dst];
 	if ((e->policy & TB_POLICY_ACTIVE_LRU) && !(f & PF_ACTIVE)) {
 		/* TPP: an inactive page is only activated; a later fault promotes it */
-		page_activate(e, p);
+		tb_page_activate(e, p);
 		count(e, TB_C_promote_defer_inactive, 1);
 		return false;
 	}
@@ -204,8 +204,8 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 	/* migrate_balanced_pgdat(): promotion may not push the node below high */
 	if (node_free(d) <= d->wmark_high + 1) {
 		count(e, TB_C_promote_fail_wmark, 1);
-		boost_on_refusal(e, dst);
-		kswapd_wake(e, dst);
+		tb_boost_on_refusal(e, dst);
+		tb_kswapd_wake(e, dst);
 		retry_later(e, p, dst);
 		return false;
 	}
@@ -216,9 +216,9 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 static bool promote_page(struct tb_engine *e, uint32_t p, unsigned src, unsigned dst)
 {
 	struct tb_node *d = &e->node[dst];
-	lru_del(e, src, lru_of(e->meta[p].flags), p);
+	tb_lru_del(e, src, tb_lru_of(e->meta[p].flags), p);
 	if (!e->batching)
-		return migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;
+		return tb_migrate_pages(e, &p, 1, dst, TB_MIGRATE_PROMOTE) == 1;
 	if (e->nr_pend && (e->pend_dst != dst || e->nr_pend == BATCH))
 		promote_flush(e);
 	e->pend[e->nr_pend++] = p;
@@ -227,12 +227,12 @@ static bool promote_page(struct tb_engine *e, uint32_t p, unsigned src, unsigned
 	return true;
 }
 
-void promote_flush_now(struct tb_engine *e)
+void tb_promote_flush_now(struct tb_engine *e)
 {
 	size_t n = e->nr_pend;
 	e->nr_pend = 0;
 	e->node[e->pend_dst].pending = 0;
-	migrate_pages(e, e->pend, n, e->pend_dst, TB_MIGRATE_PROMOTE);
+	tb_migrate_pages(e, e->pend, n, e->pend_dst, TB_MIGRATE_PROMOTE);
 }
 
 void tb_engine_batch_begin(struct tb_engine *e)
@@ -257,5 +257,5 @@ void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
 	if (!(f & PF_REFERENCED))
 		e->meta[p].flags = f | PF_REFERENCED;
 	else if (!(f & PF_ACTIVE))
-		page_activate(e, p);
+		tb_page_activate(e, p);
 }

@@ -19,7 +19,7 @@ static void note_move(struct tb_engine *e, uint32_t p, bool promote)
 
 /* Pages in `pages` are isolated (on no list). Moved ones join dst's lists,
  * the rest go back where they were. */
-size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
+size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
 		     enum tb_migrate_reason why)
 {
 	int status[BATCH];
@@ -53,14 +53,14 @@ size_t migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsig
 			count(e, TB_C_pgmigrate_fail, 1);
 			if (why == TB_MIGRATE_PROMOTE)
 				count(e, TB_C_promote_fail_migrate, 1);
-			lru_add_head(e, src, lru_of(f), p);
+			tb_lru_add_head(e, src, tb_lru_of(f), p);
 			continue;
 		}
 		e->node[src].used--;
 		d->used++;
 		f = pf_with_node(f, dst);
 		e->meta[p].flags = f;
-		lru_add_head(e, dst, lru_of(f), p);
+		tb_lru_add_head(e, dst, tb_lru_of(f), p);
 		note_move(e, p, why == TB_MIGRATE_PROMOTE);
 		moved++;
 	}
@@ -88,16 +88,16 @@ static void shrink_active(struct tb_engine *e, unsigned ni, unsigned inactive)
 	struct tb_node *n = &e->node[ni];
 	for (unsigned i = 0; i < BATCH && n->lru[inactive + 1].count; i++) {
 		uint32_t p = n->lru[inactive + 1].tail;
-		lru_del(e, ni, inactive + 1, p);
+		tb_lru_del(e, ni, inactive + 1, p);
 		/* page_referenced() harvests the accessed bit; anon pages go inactive anyway */
 		e->pops->test_and_clear_young(e->pctx, p);
 		e->meta[p].flags &= (uint8_t)~PF_ACTIVE;
-		lru_add_head(e, ni, inactive, p);
+		tb_lru_add_head(e, ni, inactive, p);
 		count(e, TB_C_pgdeactivate, 1);
 	}
 }
 
-uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_migrate_reason why)
+uint64_t tb_reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_migrate_reason why)
 {
 	struct tb_node *n = &e->node[ni];
 	if (n->demote_to < 0 || nr == 0)
@@ -126,7 +126,7 @@ uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_mig
 			uint32_t p = n->lru[t].tail;
 			if (e->meta[p].prev != TB_NIL)
 				__builtin_prefetch(&e->meta[e->meta[p].prev], 1); /* the next tail */
-			lru_del(e, ni, t, p);
+			tb_lru_del(e, ni, t, p);
 			scanned++;
 			count(e, scan_ctr, 1);
 			uint8_t f = e->meta[p].flags;
@@ -138,14 +138,14 @@ uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_mig
 				} else {
 					e->meta[p].flags = f | PF_REFERENCED;
 				}
-				lru_add_head(e, ni, lru_of(e->meta[p].flags), p);
+				tb_lru_add_head(e, ni, tb_lru_of(e->meta[p].flags), p);
 				continue;
 			}
 			e->meta[p].flags = f & (uint8_t)~PF_REFERENCED;
 			cand[k++] = p;
 		}
 		if (k) {
-			size_t moved = migrate_pages(e, cand, k, (unsigned)n->demote_to, why);
+			size_t moved = tb_migrate_pages(e, cand, k, (unsigned)n->demote_to, why);
 			reclaimed += moved;
 			if (moved == 0)
 				break; /* the lower node is full */
@@ -154,7 +154,7 @@ uint64_t reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_mig
 	return reclaimed;
 }
 
-void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
+void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 {
 	double cap = (double)e->kswapd_pages_per_sec / 10.0;
 	if (cap < BATCH)
@@ -166,7 +166,7 @@ void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 		struct tb_node *n = &e->node[i];
 		if (!n->kswapd_awake)
 			continue;
-		uint64_t target = kswapd_target(e, i);
+		uint64_t target = tb_kswapd_target(e, i);
 		if (node_free(n) >= target) {
 			n->kswapd_awake = false;
 			continue;
@@ -177,7 +177,7 @@ void kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 			budget = want;
 		if (!budget)
 			continue;
-		uint64_t got = reclaim_node(e, i, budget, TB_MIGRATE_DEMOTE_KSWAPD);
+		uint64_t got = tb_reclaim_node(e, i, budget, TB_MIGRATE_DEMOTE_KSWAPD);
 		e->kswapd_credit -= (double)got;
 		if (got == 0 || node_free(n) >= target)
 			n->kswapd_awake = false;

@@ -3,7 +3,7 @@
 
 #define MAX_SCAN_WINDOW_MB 2560 /* kernel: at most 2.5 GiB scanned per second */
 
-struct tb_space *space_of(struct tb_engine *e, uint32_t p)
+struct tb_space *tb_space_of(struct tb_engine *e, uint32_t p)
 {
 	size_t lo = 0, hi = e->nr_spaces;
 	while (lo < hi) {
@@ -99,7 +99,7 @@ static void scan_window(struct tb_engine *e, struct tb_space *sp)
 	count(e, TB_C_numa_pte_updates, armed);
 }
 
-void scan_run(struct tb_engine *e)
+void tb_scan_run(struct tb_engine *e)
 {
 	if (!(e->policy & TB_POLICY_PROMOTE) || !e->k.numa_balancing)
 		return;

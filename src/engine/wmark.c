@@ -1,7 +1,7 @@
 /* Watermarks per node and kswapd's target, in the three promo modes. */
 #include "engine/internal.h"
 
-void wmark_setup(struct tb_engine *e)
+void tb_wmark_setup(struct tb_engine *e)
 {
 	uint64_t total = 0;
 	for (unsigned i = 0; i < e->nr_nodes; i++)
@@ -50,23 +50,23 @@ void wmark_setup(struct tb_engine *e)
 	}
 }
 
-bool tiering_on(const struct tb_engine *e)
+bool tb_tiering_on(const struct tb_engine *e)
 {
 	return (e->policy & TB_POLICY_PROMOTE) && (e->k.numa_balancing & TB_NUMA_BALANCING_MEMORY_TIERING);
 }
 
-uint64_t kswapd_target(const struct tb_engine *e, unsigned i)
+uint64_t tb_kswapd_target(const struct tb_engine *e, unsigned i)
 {
 	const struct tb_node *n = &e->node[i];
 	uint64_t t = n->wmark_high;
-	if (tiering_on(e) && n->demote_to >= 0)
+	if (tb_tiering_on(e) && n->demote_to >= 0)
 		t = e->k.wmark_mode == TB_WMARK_BOOST ? n->wmark_high + n->boost : n->wmark_promo;
 	if (n->wmark_demote > t)
 		t = n->wmark_demote;
 	return t;
 }
 
-void kswapd_wake(struct tb_engine *e, unsigned n)
+void tb_kswapd_wake(struct tb_engine *e, unsigned n)
 {
 	if (!e->node[n].kswapd_awake) {
 		e->node[n].kswapd_awake = true;
@@ -76,7 +76,7 @@ void kswapd_wake(struct tb_engine *e, unsigned n)
 
 /* A promotion to n was refused for lack of free memory: in boost mode this
  * raises kswapd's target so the next promotions find room. */
-void boost_on_refusal(struct tb_engine *e, unsigned i)
+void tb_boost_on_refusal(struct tb_engine *e, unsigned i)
 {
 	struct tb_node *n = &e->node[i];
 	if (e->k.wmark_mode != TB_WMARK_BOOST)
@@ -85,7 +85,7 @@ void boost_on_refusal(struct tb_engine *e, unsigned i)
 	n->boost = n->boost + step > n->boost_max ? n->boost_max : n->boost + step;
 }
 
-void boost_decay(struct tb_engine *e, uint64_t elapsed_ns)
+void tb_boost_decay(struct tb_engine *e, uint64_t elapsed_ns)
 {
 	if (e->k.wmark_mode != TB_WMARK_BOOST)
 		return;

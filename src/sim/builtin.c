@@ -14,7 +14,7 @@ static const char *builtin_find(const char *kind, const char *name)
 	return NULL;
 }
 
-char *builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err,
+char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err,
 		      size_t errlen)
 {
 	const char *text = strchr(name, '/') || strchr(name, '.') ? NULL : builtin_find(kind, name);
@@ -34,5 +34,5 @@ char *builtin_or_file(const char *kind, const char *name, char *label, size_t la
 		return NULL;
 	}
 	snprintf(label, labellen, "%s", name);
-	return cfg_read_file(name, NULL, err, errlen);
+	return tb_cfg_read_file(name, NULL, err, errlen);
 }

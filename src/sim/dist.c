@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-double gauss_pdf(double z)
+double tb_gauss_pdf(double z)
 {
 	return exp(-0.5 * z * z) * 0.3989422804014327;
 }
@@ -21,21 +21,21 @@ static double norm_quantile(double p)
 	return (lo + hi) / 2;
 }
 
-void gauss_table_init(struct gauss_table *t)
+void tb_gauss_table_init(struct tb_gauss_table *t)
 {
-	const double n = GAUSS_N;
-	for (unsigned i = 1; i < GAUSS_N; i++)
+	const double n = TB_GAUSS_N;
+	for (unsigned i = 1; i < TB_GAUSS_N; i++)
 		t->q[i] = (float)norm_quantile(i / n);
 	t->q[0] = -t->q[1];  /* unused: the lowest bucket reads tail[] */
-	t->q[GAUSS_N] = -t->q[0];
-	for (unsigned j = 1; j <= GAUSS_N; j++)
+	t->q[TB_GAUSS_N] = -t->q[0];
+	for (unsigned j = 1; j <= TB_GAUSS_N; j++)
 		t->tail[j] = (float)norm_quantile(j / (n * n));
 	t->tail[0] = 2 * t->tail[1] - t->tail[2];
 }
 
-void gauss_offsets_init(struct gauss_offsets *o, const struct gauss_table *t, double sigma)
+void tb_gauss_offsets_init(struct tb_gauss_offsets *o, const struct tb_gauss_table *t, double sigma)
 {
-	for (unsigned i = 0; i <= GAUSS_N; i++) {
+	for (unsigned i = 0; i <= TB_GAUSS_N; i++) {
 		o->main[i] = (int32_t)lrint((double)t->q[i] * sigma);
 		o->tail[i] = (int32_t)lrint((double)t->tail[i] * sigma);
 	}
@@ -61,7 +61,7 @@ static double h_integral_inv(double y, double s)
 	return exp((fabs(t) > 1e-8 ? log1p(t) / t : 1 - t / 2) * y);
 }
 
-void zipf_init(struct zipf *z, uint64_t n, double s)
+void tb_zipf_init(struct tb_zipf *z, uint64_t n, double s)
 {
 	z->s = s;
 	z->n = (double)n;
@@ -70,7 +70,7 @@ void zipf_init(struct zipf *z, uint64_t n, double s)
 	z->sdiff = 2.0 - h_integral_inv(h_integral(2.5, s) - h(2.0, s), s);
 }
 
-uint64_t zipf_next(const struct zipf *z, struct rng *r)
+uint64_t tb_zipf_next(const struct tb_zipf *z, struct tb_rng *r)
 {
 	for (;;) {
 		double u = z->h_n + rng_unit(r) * (z->h_x1 - z->h_n);
@@ -95,7 +95,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
-uint64_t zipf_stride(uint64_t n)
+uint64_t tb_zipf_stride(uint64_t n)
 {
 	if (n < 3)
 		return 1;

@@ -29,113 +29,113 @@ static const struct {
 	{"read_mbps", K_RBW},       {"write_mbps", K_WBW},  {"demote_to", K_DEMOTE},
 };
 
-static bool node_entry(struct cfg *c, struct machine *m, const char *sec, const char *id, const char *key,
+static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, const char *id, const char *key,
 		       const char *val)
 {
 	uint64_t n, v;
 	char *end;
 	n = strtoull(id, &end, 10);
 	if (*end || end == id || n >= TB_MAX_NODES)
-		return cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
-	struct sim_node *nd = &m->node[n];
+		return tb_cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
+	struct tb_sim_node *nd = &m->node[n];
 	unsigned bit = 0;
 	for (size_t i = 0; i < sizeof(node_keys) / sizeof(node_keys[0]); i++)
 		if (!strcmp(key, node_keys[i].key))
 			bit = node_keys[i].bit;
 	if (!bit)
-		return cfg_error(c, sec, key, "unknown key (known: cpus, tier, socket, capacity_mib, read_ns, "
+		return tb_cfg_error(c, sec, key, "unknown key (known: cpus, tier, socket, capacity_mib, read_ns, "
 					      "write_ns, read_mbps, write_mbps, demote_to)");
 	if (nd->seen & bit)
-		return cfg_error(c, sec, key, "set twice");
+		return tb_cfg_error(c, sec, key, "set twice");
 	nd->seen |= bit;
 	nd->defined = true;
 	if (n + 1 > m->nr_nodes)
 		m->nr_nodes = (unsigned)n + 1;
 	switch (bit) {
 	case K_CPUS:
-		return cfg_bool(c, sec, key, val, &nd->cpus);
+		return tb_cfg_bool(c, sec, key, val, &nd->cpus);
 	case K_TIER:
-		if (!cfg_u64(c, sec, key, val, 0, 3, &v))
+		if (!tb_cfg_u64(c, sec, key, val, 0, 3, &v))
 			return false;
 		nd->tier = (unsigned)v;
 		return true;
 	case K_SOCKET:
-		if (!cfg_u64(c, sec, key, val, 0, 63, &v))
+		if (!tb_cfg_u64(c, sec, key, val, 0, 63, &v))
 			return false;
 		nd->socket = (unsigned)v;
 		return true;
 	case K_CAPACITY:
-		if (!cfg_u64(c, sec, key, val, 16, 1ull << 24, &v))
+		if (!tb_cfg_u64(c, sec, key, val, 16, 1ull << 24, &v))
 			return false;
 		nd->capacity_pages = v << (20 - TB_PAGE_SHIFT);
 		return true;
 	case K_READ:
-		return cfg_double(c, sec, key, val, 1, 1e6, &nd->read_ns);
+		return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->read_ns);
 	case K_WRITE:
-		return cfg_double(c, sec, key, val, 1, 1e6, &nd->write_ns);
+		return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->write_ns);
 	case K_RBW:
-		return cfg_double(c, sec, key, val, 1, 1e7, &nd->read_mbps);
+		return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->read_mbps);
 	case K_WBW:
-		return cfg_double(c, sec, key, val, 1, 1e7, &nd->write_mbps);
+		return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->write_mbps);
 	default:
 		if (!strcmp(val, "none")) {
 			nd->demote_to = -1;
 			return true;
 		}
-		if (!cfg_u64(c, sec, key, val, 0, TB_MAX_NODES - 1, &v))
+		if (!tb_cfg_u64(c, sec, key, val, 0, TB_MAX_NODES - 1, &v))
 			return false;
 		nd->demote_to = (int)v;
 		return true;
 	}
 }
 
-static bool machine_section(struct cfg *c, const char *sec)
+static bool machine_section(struct tb_cfg *c, const char *sec)
 {
 	const char *id;
-	if (cfg_section_is(sec, "node", &id)) {
+	if (tb_cfg_section_is(sec, "node", &id)) {
 		char *end;
 		unsigned long long n = strtoull(id, &end, 10);
 		if (*end || end == id || n >= TB_MAX_NODES)
-			return cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
+			return tb_cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
 		return true;
 	}
 	if (strcmp(sec, "machine") != 0)
-		return cfg_error(c, sec, NULL, "unknown section (expected [machine] or [node N])");
+		return tb_cfg_error(c, sec, NULL, "unknown section (expected [machine] or [node N])");
 	return true;
 }
 
-static bool machine_entry(struct cfg *c, const char *sec, const char *key, const char *val)
+static bool machine_entry(struct tb_cfg *c, const char *sec, const char *key, const char *val)
 {
-	struct machine *m = c->user;
+	struct tb_machine *m = c->user;
 	const char *id;
-	if (cfg_section_is(sec, "node", &id))
+	if (tb_cfg_section_is(sec, "node", &id))
 		return node_entry(c, m, sec, id, key, val);
 	if (strcmp(sec, "machine") != 0)
-		return cfg_error(c, sec, NULL, "unknown section (expected [machine] or [node N])");
+		return tb_cfg_error(c, sec, NULL, "unknown section (expected [machine] or [node N])");
 	if (!strcmp(key, "name"))
-		return cfg_string(c, sec, key, val, m->name, sizeof(m->name));
+		return tb_cfg_string(c, sec, key, val, m->name, sizeof(m->name));
 	if (!strcmp(key, "description"))
-		return cfg_string(c, sec, key, val, m->description, sizeof(m->description));
+		return tb_cfg_string(c, sec, key, val, m->description, sizeof(m->description));
 	if (!strcmp(key, "hint_fault_ns"))
-		return cfg_double(c, sec, key, val, 0, 1e7, &m->hint_fault_ns);
+		return tb_cfg_double(c, sec, key, val, 0, 1e7, &m->hint_fault_ns);
 	if (!strcmp(key, "migrate_fixed_ns"))
-		return cfg_double(c, sec, key, val, 0, 1e8, &m->migrate_fixed_ns);
+		return tb_cfg_double(c, sec, key, val, 0, 1e8, &m->migrate_fixed_ns);
 	if (!strcmp(key, "scan_pte_ns"))
-		return cfg_double(c, sec, key, val, 0, 1e6, &m->scan_pte_ns);
+		return tb_cfg_double(c, sec, key, val, 0, 1e6, &m->scan_pte_ns);
 	if (!strcmp(key, "syscall_ns"))
-		return cfg_double(c, sec, key, val, 0, 1e7, &m->syscall_ns);
+		return tb_cfg_double(c, sec, key, val, 0, 1e7, &m->syscall_ns);
 	if (!strcmp(key, "remote_socket_ns"))
-		return cfg_double(c, sec, key, val, 0, 1e6, &m->remote_socket_ns);
-	return cfg_error(c, sec, key, "unknown key (known: name, description, hint_fault_ns, migrate_fixed_ns, "
+		return tb_cfg_double(c, sec, key, val, 0, 1e6, &m->remote_socket_ns);
+	return tb_cfg_error(c, sec, key, "unknown key (known: name, description, hint_fault_ns, migrate_fixed_ns, "
 				      "scan_pte_ns, syscall_ns, remote_socket_ns)");
 }
 
 /* Demotion target by default: the nearest node one tier down, same socket first. */
-static int auto_demote(const struct machine *m, unsigned i)
+static int auto_demote(const struct tb_machine *m, unsigned i)
 {
 	int best = -1;
 	for (unsigned j = 0; j < m->nr_nodes; j++) {
-		const struct sim_node *a = &m->node[i], *b = &m->node[j];
+		const struct tb_sim_node *a = &m->node[i], *b = &m->node[j];
 		if (b->tier != a->tier + 1)
 			continue;
 		if (best < 0 || (b->socket == a->socket && m->node[best].socket != a->socket))
@@ -144,7 +144,7 @@ static int auto_demote(const struct machine *m, unsigned i)
 	return best;
 }
 
-static int validate(struct machine *m, const char *label, char *err, size_t len)
+static int validate(struct tb_machine *m, const char *label, char *err, size_t len)
 {
 	if (m->nr_nodes < 2) {
 		snprintf(err, len, "%s: needs at least two [node N] sections (a fast and a slow node)", label);
@@ -152,7 +152,7 @@ static int validate(struct machine *m, const char *label, char *err, size_t len)
 	}
 	unsigned fast = 0, slow = 0;
 	for (unsigned i = 0; i < m->nr_nodes; i++) {
-		struct sim_node *n = &m->node[i];
+		struct tb_sim_node *n = &m->node[i];
 		if (!n->defined) {
 			snprintf(err, len, "%s: [node %u] is missing; nodes are numbered 0..%u without gaps", label, i,
 				 m->nr_nodes - 1);
@@ -183,7 +183,7 @@ static int validate(struct machine *m, const char *label, char *err, size_t len)
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < m->nr_nodes; i++) {
-		struct sim_node *n = &m->node[i];
+		struct tb_sim_node *n = &m->node[i];
 		if (!(n->seen & K_DEMOTE))
 			n->demote_to = auto_demote(m, i);
 		if (n->demote_to >= 0 &&
@@ -196,7 +196,7 @@ static int validate(struct machine *m, const char *label, char *err, size_t len)
 	return 0;
 }
 
-int machine_parse(struct machine *m, const char *label, const char *text, char *err, size_t errlen)
+int tb_machine_parse(struct tb_machine *m, const char *label, const char *text, char *err, size_t errlen)
 {
 	memset(m, 0, sizeof(*m));
 	m->hint_fault_ns = 1000;
@@ -205,7 +205,7 @@ int machine_parse(struct machine *m, const char *label, const char *text, char *
 	m->syscall_ns = 250;
 	m->remote_socket_ns = 0;
 	snprintf(m->source, sizeof(m->source), "%s", label);
-	int rc = cfg_parse(label, text, machine_entry, machine_section, m, err, errlen);
+	int rc = tb_cfg_parse(label, text, machine_entry, machine_section, m, err, errlen);
 	if (rc)
 		return rc;
 	if (!m->name[0]) {
@@ -215,26 +215,26 @@ int machine_parse(struct machine *m, const char *label, const char *text, char *
 	return validate(m, label, err, errlen);
 }
 
-int machine_load(struct machine *m, const char *name, char *err, size_t errlen)
+int tb_machine_load(struct tb_machine *m, const char *name, char *err, size_t errlen)
 {
 	char label[512];
-	char *text = builtin_or_file("machines", name, label, sizeof(label), err, errlen);
+	char *text = tb_builtin_or_file("machines", name, label, sizeof(label), err, errlen);
 	if (!text)
 		return -ENOENT;
-	int rc = machine_parse(m, label, text, err, errlen);
+	int rc = tb_machine_parse(m, label, text, err, errlen);
 	free(text);
 	return rc;
 }
 
-double machine_migrate_ns(const struct machine *m, unsigned a, unsigned b)
+double tb_machine_migrate_ns(const struct tb_machine *m, unsigned a, unsigned b)
 {
 	double bw = m->node[a].read_mbps < m->node[b].write_mbps ? m->node[a].read_mbps : m->node[b].write_mbps;
 	/* MB/s = bytes per microsecond */
 	return m->migrate_fixed_ns + 4096.0 / bw * 1000.0;
 }
 
-double machine_latency(const struct machine *m, unsigned socket, unsigned node, bool write)
+double tb_machine_latency(const struct tb_machine *m, unsigned socket, unsigned node, bool write)
 {
-	const struct sim_node *n = &m->node[node];
+	const struct tb_sim_node *n = &m->node[node];
 	return (write ? n->write_ns : n->read_ns) + (n->socket != socket ? m->remote_socket_ns : 0);
 }

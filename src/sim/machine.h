@@ -9,7 +9,7 @@
 
 #include "engine/engine.h"
 
-struct sim_node {
+struct tb_sim_node {
 	bool defined;
 	bool cpus;
 	unsigned tier, socket;
@@ -20,12 +20,12 @@ struct sim_node {
 	unsigned seen;          /* bit per key, to find missing and repeated keys */
 };
 
-struct machine {
+struct tb_machine {
 	char name[64];
 	char description[256];
 	char source[512];
 	unsigned nr_nodes;
-	struct sim_node node[TB_MAX_NODES];
+	struct tb_sim_node node[TB_MAX_NODES];
 	double hint_fault_ns;    /* trap, handler, PTE restore */
 	double migrate_fixed_ns; /* unmap, TLB flush, remap of one page, on top of the copy */
 	double scan_pte_ns;      /* making one PTE inaccessible */
@@ -34,12 +34,12 @@ struct machine {
 };
 
 /* name: a shipped machine or a path to a machine file. */
-int machine_load(struct machine *m, const char *name, char *err, size_t errlen);
-int machine_parse(struct machine *m, const char *label, const char *text, char *err, size_t errlen);
+int tb_machine_load(struct tb_machine *m, const char *name, char *err, size_t errlen);
+int tb_machine_parse(struct tb_machine *m, const char *label, const char *text, char *err, size_t errlen);
 
 /* ns to copy one page from node a to node b, fixed cost included */
-double machine_migrate_ns(const struct machine *m, unsigned a, unsigned b);
+double tb_machine_migrate_ns(const struct tb_machine *m, unsigned a, unsigned b);
 /* access latency seen from a CPU on socket `socket` */
-double machine_latency(const struct machine *m, unsigned socket, unsigned node, bool write);
+double tb_machine_latency(const struct tb_machine *m, unsigned socket, unsigned node, bool write);
 
 #endif

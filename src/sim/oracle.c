@@ -10,19 +10,19 @@
 #include "sim/trace.h"
 
 /* Probability of each page of a region, times `scale`, into w[]. */
-static void region_weights(const struct oracle_region *r, double scale, float *w)
+static void region_weights(const struct tb_oracle_region *r, double scale, float *w)
 {
 	double n = (double)r->n;
 	switch (r->kind) {
-	case DIST_GAUSSIAN:
+	case TB_DIST_GAUSSIAN:
 		for (uint64_t i = 0; i < r->n; i++) {
 			double d = (double)i - r->center, p = 0;
 			for (int k = -1; k <= 1; k++) /* the sampler wraps around the region */
-				p += gauss_pdf((d + k * n) / r->sigma);
+				p += tb_gauss_pdf((d + k * n) / r->sigma);
 			w[i] = (float)(scale * p / r->sigma);
 		}
 		break;
-	case DIST_ZIPF: {
+	case TB_DIST_ZIPF: {
 		double h = 0;
 		for (uint64_t k = 1; k <= r->n; k++)
 			h += pow((double)k, -r->zipf_s);
@@ -35,7 +35,7 @@ static void region_weights(const struct oracle_region *r, double scale, float *w
 		}
 		break;
 	}
-	case DIST_TRACE:
+	case TB_DIST_TRACE:
 		for (uint64_t i = 0; i < r->n; i++)
 			w[i] = (float)(scale * (double)r->trace->hits[i] / (double)r->trace->nr_ops);
 		break;
@@ -90,10 +90,10 @@ static void sort_desc(uint64_t *a, size_t n)
 			swap(&a[j], &a[j - 1]);
 }
 
-int oracle_place(const struct oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
+int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
 		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen)
 {
-	if (!nr_procs || nr_procs > WL_MAX_PROCS || nr_nodes > TB_MAX_NODES) {
+	if (!nr_procs || nr_procs > TB_WL_MAX_PROCS || nr_nodes > TB_MAX_NODES) {
 		snprintf(err, errlen, "oracle: %u processes on %u nodes is out of range", nr_procs, nr_nodes);
 		return -EINVAL;
 	}
@@ -105,9 +105,9 @@ int oracle_place(const struct oracle_proc *procs, unsigned nr_procs, unsigned nr
 		snprintf(err, errlen, "oracle: out of memory for %u pages", nr_pages);
 		return -ENOMEM;
 	}
-	unsigned order[WL_MAX_PROCS][TB_MAX_NODES];
+	unsigned order[TB_WL_MAX_PROCS][TB_MAX_NODES];
 	for (unsigned i = 0; i < nr_procs; i++) {
-		const struct oracle_proc *p = &procs[i];
+		const struct tb_oracle_proc *p = &procs[i];
 		double lo = INFINITY, hi = 0;
 		for (unsigned n = 0; n < nr_nodes; n++) {
 			order[i][n] = n;

@@ -9,25 +9,25 @@
 #include "engine/engine.h"
 #include "sim/workload.h"
 
-struct oracle_region {
+struct tb_oracle_region {
 	uint32_t base;
 	uint64_t n;
-	enum dist_kind kind;
+	enum tb_dist_kind kind;
 	double share; /* of all accesses */
 	double center, sigma, zipf_s;
 	uint64_t stride;
-	const struct trace *trace;
+	const struct tb_trace *trace;
 };
 
-struct oracle_proc {
+struct tb_oracle_proc {
 	unsigned cpu_node;
 	double cost[TB_MAX_NODES]; /* mean access cost on each node, read/write mix applied */
-	struct oracle_region region[2];
+	struct tb_oracle_region region[2];
 };
 
 /* Ranks every page by access probability x cost saved and fills the cheapest
  * nodes first, within cap[n] pages per node. Writes each page's node to node[]. */
-int oracle_place(const struct oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
+int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
 		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen);
 
 #endif

@@ -4,16 +4,16 @@
 #include <stdbool.h>
 #include <string.h>
 
-double report_oracle_pct(const struct report *r, const struct sim_result *res)
+double tb_report_oracle_pct(const struct tb_report *r, const struct tb_sim_result *res)
 {
 	if (!r->oracle || r->oracle->score <= 0)
 		return -1;
 	return 100.0 * res->score / r->oracle->score;
 }
 
-static void describe(FILE *f, const struct report *r)
+static void describe(FILE *f, const struct tb_report *r)
 {
-	const struct machine *m = r->machine;
+	const struct tb_machine *m = r->machine;
 	double fast = 0, slow = 0;
 	for (unsigned i = 0; i < m->nr_nodes; i++) {
 		double gib = (double)m->node[i].capacity_pages / 262144.0;
@@ -22,25 +22,25 @@ static void describe(FILE *f, const struct report *r)
 		else
 			slow += gib;
 	}
-	const struct workload *w = r->workload;
+	const struct tb_workload *w = r->workload;
 	fprintf(f, "machine  %s: %u nodes, %.1f GiB fast + %.1f GiB slow (%s)\n", m->name, m->nr_nodes, fast, slow,
 		m->source);
 	fprintf(f, "workload %s: %u process%s, %.2f GiB (%s)\n", w->name, w->nr_procs, w->nr_procs == 1 ? "" : "es",
-		(double)workload_pages(w) / 262144.0, w->source);
+		(double)tb_workload_pages(w) / 262144.0, w->source);
 	fprintf(f, "run      %.1f s modeled, seed %llu\n\n", r->duration_s, (unsigned long long)r->seed);
 }
 
-static int sweep_width(const struct report *r)
+static int sweep_width(const struct tb_report *r)
 {
 	return strlen(r->sweep_knob) > 14 ? (int)strlen(r->sweep_knob) : 14;
 }
 
-static void table_row(FILE *f, const struct report *r, const struct sim_result *res)
+static void table_row(FILE *f, const struct tb_report *r, const struct tb_sim_result *res)
 {
 	if (r->sweep_knob)
 		fprintf(f, "%-*s ", sweep_width(r), r->sweep_value);
 	const uint64_t *c = res->counters;
-	double pct = report_oracle_pct(r, res);
+	double pct = tb_report_oracle_pct(r, res);
 	char pcts[16];
 	if (pct < 0)
 		snprintf(pcts, sizeof(pcts), "-");
@@ -53,7 +53,7 @@ static void table_row(FILE *f, const struct report *r, const struct sim_result *
 		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
-static void table_head(FILE *f, const struct report *r)
+static void table_head(FILE *f, const struct tb_report *r)
 {
 	if (r->sweep_knob)
 		fprintf(f, "%-*s ", sweep_width(r), r->sweep_knob);
@@ -65,7 +65,7 @@ static void table_head(FILE *f, const struct report *r)
 		"pages", "faults", "pong");
 }
 
-static void table_rows(FILE *f, const struct report *r)
+static void table_rows(FILE *f, const struct tb_report *r)
 {
 	for (size_t i = 0; i < r->nr_results; i++)
 		table_row(f, r, &r->results[i]);
@@ -76,7 +76,7 @@ static void table_rows(FILE *f, const struct report *r)
 static const char table_caption[] = "\nscore: modeled accesses per second (latency, hint faults and migrations "
 				    "included); fast share: accesses served by the top tier.\n";
 
-void report_table(FILE *f, const struct report *r)
+void tb_report_table(FILE *f, const struct tb_report *r)
 {
 	describe(f, r);
 	table_head(f, r);
@@ -84,7 +84,7 @@ void report_table(FILE *f, const struct report *r)
 	fputs(table_caption, f);
 }
 
-static void each_result(const struct report *r, void (*fn)(FILE *, const struct report *, const struct sim_result *, bool),
+static void each_result(const struct tb_report *r, void (*fn)(FILE *, const struct tb_report *, const struct tb_sim_result *, bool),
 			FILE *f)
 {
 	size_t n = r->nr_results + (r->oracle ? 1 : 0);
@@ -92,12 +92,12 @@ static void each_result(const struct report *r, void (*fn)(FILE *, const struct 
 		fn(f, r, i < r->nr_results ? &r->results[i] : r->oracle, i + 1 == n);
 }
 
-static void csv_rows(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+static void csv_rows(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last)
 {
 	(void)r;
 	(void)last;
 	for (size_t i = 0; i < res->nr_rows; i++) {
-		const struct sim_row *w = &res->rows[i];
+		const struct tb_sim_row *w = &res->rows[i];
 		fprintf(f, "%s,%.3f,%llu,%.6g,%.6g,%.6g,%llu,%llu,%llu,%llu,%u,%.6g,%.6g,%.6g\n", res->policy, w->t_s,
 			(unsigned long long)w->accesses, w->score, w->mean_latency_ns, w->fast_share,
 			(unsigned long long)w->promoted, (unsigned long long)w->demoted,
@@ -106,7 +106,7 @@ static void csv_rows(FILE *f, const struct report *r, const struct sim_result *r
 	}
 }
 
-void report_csv(FILE *f, const struct report *r)
+void tb_report_csv(FILE *f, const struct tb_report *r)
 {
 	fprintf(f, "policy,t_s,accesses,score,mean_latency_ns,fast_share,promoted,demoted,hint_faults,pingpong,"
 		   "threshold_ms,promote_mbps,fast_free_mib,boost_mib\n");
@@ -148,19 +148,19 @@ static void jint(FILE *f, const char *key, unsigned long long v)
 	fprintf(f, ", \"%s\": %llu", key, v);
 }
 
-static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last);
+static void json_result(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last);
 
-static void json_result_more(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+static void json_result_more(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last)
 {
 	(void)last;
 	json_result(f, r, res, false);
 }
 
-static void csv_summary(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+static void csv_summary(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last)
 {
 	(void)last;
 	const uint64_t *c = res->counters;
-	double pct = report_oracle_pct(r, res);
+	double pct = tb_report_oracle_pct(r, res);
 	fprintf(f, "%s,%s,%s,%.6g,%.6g,%.6g,", r->sweep_knob, r->sweep_value, res->policy, res->score,
 		res->mean_latency_ns, res->fast_share);
 	if (pct >= 0)
@@ -171,7 +171,7 @@ static void csv_summary(FILE *f, const struct report *r, const struct sim_result
 		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
-void report_sweep(FILE *f, const struct report *reps, size_t n, const char *format)
+void tb_report_sweep(FILE *f, const struct tb_report *reps, size_t n, const char *format)
 {
 	if (!strcmp(format, "json")) {
 		fputs("[\n", f);
@@ -193,7 +193,7 @@ void report_sweep(FILE *f, const struct report *reps, size_t n, const char *form
 	}
 }
 
-static void json_result(FILE *f, const struct report *r, const struct sim_result *res, bool last)
+static void json_result(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last)
 {
 	fputs("  {\"policy\": ", f);
 	json_str(f, res->policy);
@@ -214,7 +214,7 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	jnum(f, "score", res->score);
 	jnum(f, "mean_latency_ns", res->mean_latency_ns);
 	jnum(f, "fast_share", res->fast_share);
-	double pct = report_oracle_pct(r, res);
+	double pct = tb_report_oracle_pct(r, res);
 	jnum(f, "oracle_pct", pct < 0 ? NAN : pct);
 	jint(f, "accesses", (unsigned long long)res->accesses);
 	jnum(f, "modeled_seconds", res->modeled_s);
@@ -229,7 +229,7 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 			(unsigned long long)res->counters[c]);
 	fputs("},\n   \"series\": [", f);
 	for (size_t i = 0; i < res->nr_rows; i++) {
-		const struct sim_row *w = &res->rows[i];
+		const struct tb_sim_row *w = &res->rows[i];
 		fprintf(f, "%s\n    {\"t_s\": %.3f", i ? "," : "", w->t_s);
 		jint(f, "accesses", (unsigned long long)w->accesses);
 		jnum(f, "score", w->score);
@@ -248,7 +248,7 @@ static void json_result(FILE *f, const struct report *r, const struct sim_result
 	fprintf(f, "]}%s\n", last ? "" : ",");
 }
 
-void report_json(FILE *f, const struct report *r)
+void tb_report_json(FILE *f, const struct tb_report *r)
 {
 	fputs("[\n", f);
 	each_result(r, json_result, f);

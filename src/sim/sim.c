@@ -28,13 +28,13 @@
 struct region {
 	uint32_t base;
 	uint64_t n;
-	enum dist_kind kind;
+	enum tb_dist_kind kind;
 	int64_t center;
 	float sigma;
-	struct gauss_offsets g;
-	struct zipf z;
+	struct tb_gauss_offsets g;
+	struct tb_zipf z;
 	uint64_t stride;
-	const struct trace *trace;
+	const struct tb_trace *trace;
 	size_t trace_pos;
 };
 
@@ -57,17 +57,17 @@ struct pending {
 };
 
 struct sim {
-	const struct sim_config *cfg;
-	const struct machine *m;
+	const struct tb_sim_config *cfg;
+	const struct tb_machine *m;
 	struct tb_engine *eng;
 	uint8_t *pstate;
 	uint32_t nr_pages;
 	double t, bg_ns, overhead_ns;
-	struct rng rng;
-	struct gauss_table *gauss;
+	struct tb_rng rng;
+	struct tb_gauss_table *gauss;
 	unsigned nr_procs;
-	struct proc proc[WL_MAX_PROCS];
-	uint32_t pick[WL_MAX_PROCS]; /* cumulative weights out of 65536 */
+	struct proc proc[TB_WL_MAX_PROCS];
+	uint32_t pick[TB_WL_MAX_PROCS]; /* cumulative weights out of 65536 */
 	double migrate_ns[TB_MAX_NODES][TB_MAX_NODES];
 	int alloc_error;
 	struct pending pipe[PIPE];
@@ -124,13 +124,13 @@ static int sim_arm(void *ctx, const uint32_t *pages, size_t n)
 static void *sim_table_alloc(void *ctx, size_t bytes)
 {
 	(void)ctx;
-	return big_alloc(bytes);
+	return tb_big_alloc(bytes);
 }
 
 static void sim_table_free(void *ctx, void *p, size_t bytes)
 {
 	(void)ctx;
-	big_free(p, bytes);
+	tb_big_free(p, bytes);
 }
 
 static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young, sim_table_alloc,
@@ -139,28 +139,28 @@ static const struct tb_sampler_ops sim_sampler = {sim_arm};
 
 /* ---- access stream ---- */
 
-static void region_setup(struct region *r, const struct region_spec *spec, uint32_t base, const struct trace *t,
-			 const struct gauss_table *g)
+static void region_setup(struct region *r, const struct tb_region_spec *spec, uint32_t base, const struct tb_trace *t,
+			 const struct tb_gauss_table *g)
 {
 	r->base = base;
 	r->n = spec->pages;
 	r->kind = spec->kind;
 	r->center = (int64_t)(spec->center * (double)spec->pages);
 	r->sigma = (float)(spec->stddev * (double)spec->pages);
-	if (r->kind == DIST_ZIPF && r->n) {
-		zipf_init(&r->z, r->n, spec->zipf_s);
-		r->stride = zipf_stride(r->n);
+	if (r->kind == TB_DIST_ZIPF && r->n) {
+		tb_zipf_init(&r->z, r->n, spec->zipf_s);
+		r->stride = tb_zipf_stride(r->n);
 	}
 	r->trace = t;
-	if (r->kind == DIST_GAUSSIAN)
-		gauss_offsets_init(&r->g, g, (double)r->sigma);
+	if (r->kind == TB_DIST_GAUSSIAN)
+		tb_gauss_offsets_init(&r->g, g, (double)r->sigma);
 }
 
 static inline uint64_t region_sample(struct sim *s, struct region *r, bool *write)
 {
 	uint64_t x = rng_next(&s->rng);
 	switch (r->kind) {
-	case DIST_GAUSSIAN: {
+	case TB_DIST_GAUSSIAN: {
 		int64_t off = gauss_offset(&r->g, x);
 		int64_t idx = r->center + off;
 		if ((uint64_t)idx >= r->n) {
@@ -170,14 +170,14 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 		}
 		return (uint64_t)idx;
 	}
-	case DIST_ZIPF:
-		return ((zipf_next(&r->z, &s->rng) - 1) * r->stride) % r->n;
-	case DIST_TRACE: {
+	case TB_DIST_ZIPF:
+		return ((tb_zipf_next(&r->z, &s->rng) - 1) * r->stride) % r->n;
+	case TB_DIST_TRACE: {
 		uint32_t op = r->trace->ops[r->trace_pos];
 		if (++r->trace_pos == r->trace->nr_ops)
 			r->trace_pos = 0;
-		*write = (op & TRACE_WRITE) != 0;
-		return op & ~TRACE_WRITE;
+		*write = (op & TB_TRACE_WRITE) != 0;
+		return op & ~TB_TRACE_WRITE;
 	}
 	default:
 		return (uint64_t)(((__uint128_t)x * r->n) >> 64);
@@ -279,14 +279,14 @@ static void pipe_fill(struct sim *s)
 
 /* ---- set-up ---- */
 
-static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t errlen)
+static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size_t errlen)
 {
-	const struct machine *m = cfg->machine;
-	const struct workload *w = cfg->workload;
+	const struct tb_machine *m = cfg->machine;
+	const struct tb_workload *w = cfg->workload;
 	s->cfg = cfg;
 	s->m = m;
 	rng_seed(&s->rng, cfg->seed);
-	uint64_t pages = workload_pages(w);
+	uint64_t pages = tb_workload_pages(w);
 	if (pages >= TB_NIL) {
 		snprintf(err, errlen, "workload %s: %llu pages; at most %u are supported", w->name,
 			 (unsigned long long)pages, TB_NIL - 1);
@@ -295,7 +295,7 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 	s->nr_pages = (uint32_t)pages;
 	for (unsigned a = 0; a < m->nr_nodes; a++)
 		for (unsigned b = 0; b < m->nr_nodes; b++)
-			s->migrate_ns[a][b] = machine_migrate_ns(m, a, b);
+			s->migrate_ns[a][b] = tb_machine_migrate_ns(m, a, b);
 
 	struct tb_engine_config ec = {
 		.knobs = cfg->knobs,
@@ -335,14 +335,14 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 			 w->name, (unsigned long long)(pages >> 8), m->name, (unsigned long long)(room >> 8));
 		return -EINVAL;
 	}
-	s->pstate = big_alloc(s->nr_pages);
+	s->pstate = tb_big_alloc(s->nr_pages);
 	s->gauss = malloc(sizeof(*s->gauss));
 	if (!s->pstate || !s->gauss) {
 		snprintf(err, errlen, "out of memory for %u pages", s->nr_pages);
 		return -ENOMEM;
 	}
 	memset(s->pstate, S_ABSENT, s->nr_pages);
-	gauss_table_init(s->gauss);
+	tb_gauss_table_init(s->gauss);
 
 	double wsum = 0;
 	for (unsigned i = 0; i < w->nr_procs; i++)
@@ -351,7 +351,7 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 	uint32_t base = 0;
 	s->nr_procs = w->nr_procs;
 	for (unsigned i = 0; i < w->nr_procs; i++) {
-		const struct proc_spec *ps = &w->proc[i];
+		const struct tb_proc_spec *ps = &w->proc[i];
 		struct proc *pr = &s->proc[i];
 		if (ps->cpu_node >= m->nr_nodes || !m->node[ps->cpu_node].cpus) {
 			char cpus[128] = "";
@@ -373,7 +373,7 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 		pr->file_thresh = (uint32_t)lround(ps->file_share * 65536);
 		for (unsigned n = 0; n < m->nr_nodes; n++)
 			for (unsigned wr = 0; wr < 2; wr++)
-				pr->lat[n][wr] = machine_latency(m, m->node[ps->cpu_node].socket, n, wr);
+				pr->lat[n][wr] = tb_machine_latency(m, m->node[ps->cpu_node].socket, n, wr);
 		region_setup(&pr->anon, &ps->anon, base, ps->trace, s->gauss);
 		region_setup(&pr->file, &ps->file, base + (uint32_t)ps->anon.pages, NULL, s->gauss);
 		/* page-cache pages are reached through system calls, not page tables:
@@ -400,9 +400,9 @@ static int setup(struct sim *s, const struct sim_config *cfg, char *err, size_t 
 
 static int prefault(struct sim *s, char *err, size_t errlen)
 {
-	const struct workload *w = s->cfg->workload;
+	const struct tb_workload *w = s->cfg->workload;
 	for (unsigned i = 0; i < w->nr_procs; i++) {
-		const struct proc_spec *ps = &w->proc[i];
+		const struct tb_proc_spec *ps = &w->proc[i];
 		if (!ps->prefault)
 			continue;
 		const struct region *order[2] = {&s->proc[i].anon, &s->proc[i].file};
@@ -425,44 +425,44 @@ static int prefault(struct sim *s, char *err, size_t errlen)
 	return 0;
 }
 
-static void apply_phase(struct sim *s, const struct phase_spec *ph)
+static void apply_phase(struct sim *s, const struct tb_phase_spec *ph)
 {
-	const struct workload *w = s->cfg->workload;
-	struct proc_spec spec = w->proc[ph->proc];
+	const struct tb_workload *w = s->cfg->workload;
+	struct tb_proc_spec spec = w->proc[ph->proc];
 	struct proc *pr = &s->proc[ph->proc];
-	struct region_spec r = spec.anon;
+	struct tb_region_spec r = spec.anon;
 	r.center = (double)pr->anon.center / (double)(pr->anon.n ? pr->anon.n : 1);
 	r.stddev = (double)pr->anon.sigma / (double)(pr->anon.n ? pr->anon.n : 1);
 	r.kind = pr->anon.kind;
-	r.zipf_s = pr->anon.kind == DIST_ZIPF ? pr->anon.z.s : spec.anon.zipf_s;
-	if (ph->set & PH_CENTER)
+	r.zipf_s = pr->anon.kind == TB_DIST_ZIPF ? pr->anon.z.s : spec.anon.zipf_s;
+	if (ph->set & TB_PH_CENTER)
 		r.center = ph->anon.center;
-	if (ph->set & PH_STDDEV)
+	if (ph->set & TB_PH_STDDEV)
 		r.stddev = ph->anon.stddev;
-	if (ph->set & PH_DIST)
+	if (ph->set & TB_PH_DIST)
 		r.kind = ph->anon.kind;
-	if (ph->set & PH_ZIPF)
+	if (ph->set & TB_PH_ZIPF)
 		r.zipf_s = ph->anon.zipf_s;
 	region_setup(&pr->anon, &r, pr->anon.base, NULL, s->gauss);
-	if (ph->set & PH_READ)
+	if (ph->set & TB_PH_READ)
 		pr->write_thresh = (uint32_t)lround((1 - ph->read_ratio) * 65536);
 }
 
 /* What the oracle needs to know of each process at this moment. */
-static void oracle_inputs(struct sim *s, struct oracle_proc *op)
+static void oracle_inputs(struct sim *s, struct tb_oracle_proc *op)
 {
 	for (unsigned i = 0; i < s->nr_procs; i++) {
 		struct proc *pr = &s->proc[i];
 		double wr = pr->write_thresh / 65536.0, fs = pr->file_thresh / 65536.0;
 		double share = pr->share;
-		op[i] = (struct oracle_proc){.cpu_node = pr->cpu_node};
+		op[i] = (struct tb_oracle_proc){.cpu_node = pr->cpu_node};
 		for (unsigned n = 0; n < s->m->nr_nodes; n++)
 			op[i].cost[n] = (1 - wr) * pr->lat[n][0] + wr * pr->lat[n][1];
 		const struct region *rs[2] = {&pr->anon, &pr->file};
 		for (unsigned k = 0; k < 2; k++) {
-			struct oracle_region *o = &op[i].region[k];
+			struct tb_oracle_region *o = &op[i].region[k];
 			const struct region *r = rs[k];
-			*o = (struct oracle_region){.base = r->base, .n = r->n, .kind = r->kind,
+			*o = (struct tb_oracle_region){.base = r->base, .n = r->n, .kind = r->kind,
 						    .share = share * (k ? fs : 1 - fs), .center = (double)r->center,
 						    .sigma = r->sigma, .zipf_s = r->z.s, .stride = r->stride,
 						    .trace = r->trace};
@@ -472,7 +472,7 @@ static void oracle_inputs(struct sim *s, struct oracle_proc *op)
 
 static int oracle_apply(struct sim *s, char *err, size_t errlen)
 {
-	struct oracle_proc op[WL_MAX_PROCS];
+	struct tb_oracle_proc op[TB_WL_MAX_PROCS];
 	oracle_inputs(s, op);
 	uint64_t cap[TB_MAX_NODES];
 	for (unsigned n = 0; n < s->m->nr_nodes; n++) {
@@ -481,12 +481,12 @@ static int oracle_apply(struct sim *s, char *err, size_t errlen)
 		cap[n] = ni.present - ni.wmark_high;
 	}
 	uint8_t *node = s->pstate; /* oracle writes the node of each page here */
-	int rc = oracle_place(op, s->nr_procs, s->m->nr_nodes, cap, s->nr_pages, node, err, errlen);
+	int rc = tb_oracle_place(op, s->nr_procs, s->m->nr_nodes, cap, s->nr_pages, node, err, errlen);
 	if (rc)
 		return rc;
 	for (uint32_t p = 0; p < s->nr_pages; p++)
 		tb_engine_unplace(s->eng, p);
-	const struct workload *w = s->cfg->workload;
+	const struct tb_workload *w = s->cfg->workload;
 	uint32_t base = 0;
 	for (unsigned i = 0; i < w->nr_procs; i++) {
 		uint32_t anon = (uint32_t)w->proc[i].anon.pages, all = anon + (uint32_t)w->proc[i].file.pages;
@@ -506,11 +506,11 @@ static int oracle_apply(struct sim *s, char *err, size_t errlen)
 
 /* ---- results ---- */
 
-static bool push_row(struct sim_result *res, const struct sim_row *row)
+static bool push_row(struct tb_sim_result *res, const struct tb_sim_row *row)
 {
 	if ((res->nr_rows & (res->nr_rows - 1)) == 0) {
 		size_t cap = res->nr_rows ? 2 * res->nr_rows : 1;
-		struct sim_row *r = realloc(res->rows, cap * sizeof(*r));
+		struct tb_sim_row *r = realloc(res->rows, cap * sizeof(*r));
 		if (!r)
 			return false;
 		res->rows = r;
@@ -539,12 +539,12 @@ static void take_snapshot(const struct sim *s, const struct totals *tot, struct 
 	memcpy(sn->c, tb_engine_counters(s->eng), sizeof(sn->c));
 }
 
-static void make_row(const struct sim *s, const struct snapshot *a, const struct snapshot *b, struct sim_row *row)
+static void make_row(const struct sim *s, const struct snapshot *a, const struct snapshot *b, struct tb_sim_row *row)
 {
 	double dt = (b->t - a->t) / 1e9;
 	uint64_t acc = b->acc - a->acc;
 	const uint64_t *ca = a->c, *cb = b->c;
-	*row = (struct sim_row){
+	*row = (struct tb_sim_row){
 		.t_s = b->t / 1e9,
 		.accesses = acc,
 		.score = dt > 0 ? (double)acc / dt : 0,
@@ -572,9 +572,9 @@ static void make_row(const struct sim *s, const struct snapshot *a, const struct
 	row->boost_mib = boost / 256.0;
 }
 
-static void finish_result(struct sim *s, const struct totals *tot, struct sim_result *res)
+static void finish_result(struct sim *s, const struct totals *tot, struct tb_sim_result *res)
 {
-	const struct machine *m = s->m;
+	const struct tb_machine *m = s->m;
 	res->modeled_s = s->t / 1e9;
 	res->overhead_ns = s->overhead_ns;
 	res->background_ns = s->bg_ns;
@@ -608,7 +608,7 @@ static double wall_now(void)
 	return (double)tb_mono_ns() / 1e9;
 }
 
-int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, size_t errlen)
+int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char *err, size_t errlen)
 {
 	double wall0 = wall_now();
 	memset(res, 0, sizeof(*res));
@@ -623,7 +623,7 @@ int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, siz
 		rc = cfg->oracle ? oracle_apply(s, err, errlen) : prefault(s, err, errlen);
 	struct totals tot = {0};
 	struct snapshot prev, cur;
-	const struct workload *w = cfg->workload;
+	const struct tb_workload *w = cfg->workload;
 	unsigned next_phase = 0;
 	double end = cfg->duration_s * 1e9, interval = cfg->interval_s * 1e9;
 	double next_row = interval;
@@ -646,7 +646,7 @@ int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, siz
 			}
 			tb_engine_tick(s->eng);
 			if (s->t >= next_row || s->t >= end) {
-				struct sim_row row;
+				struct tb_sim_row row;
 				take_snapshot(s, &tot, &cur);
 				make_row(s, &prev, &cur, &row);
 				if (!push_row(res, &row)) {
@@ -680,16 +680,16 @@ int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, siz
 	if (!rc)
 		finish_result(s, &tot, res);
 	tb_engine_free(s->eng);
-	big_free(s->pstate, s->nr_pages);
+	tb_big_free(s->pstate, s->nr_pages);
 	free(s->gauss);
 	free(s);
 	res->wall_s = wall_now() - wall0;
 	if (rc)
-		sim_result_free(res);
+		tb_sim_result_free(res);
 	return rc;
 }
 
-void sim_result_free(struct sim_result *r)
+void tb_sim_result_free(struct tb_sim_result *r)
 {
 	free(r->rows);
 	r->rows = NULL;

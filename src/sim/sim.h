@@ -11,9 +11,9 @@
 #include "sim/machine.h"
 #include "sim/workload.h"
 
-struct sim_config {
-	const struct machine *machine;
-	const struct workload *workload;
+struct tb_sim_config {
+	const struct tb_machine *machine;
+	const struct tb_workload *workload;
 	struct tb_knobs knobs;
 	uint32_t policy;
 	bool oracle;        /* static best placement per phase instead of a policy */
@@ -24,7 +24,7 @@ struct sim_config {
 	_Atomic unsigned *progress_permille; /* optional: updated every interval */
 };
 
-struct sim_row {
+struct tb_sim_row {
 	double t_s;
 	uint64_t accesses;
 	double score, mean_latency_ns, fast_share;
@@ -33,7 +33,7 @@ struct sim_row {
 	double promote_mbps, fast_free_mib, boost_mib;
 };
 
-struct sim_result {
+struct tb_sim_result {
 	char policy[32];
 	uint64_t accesses, fast_accesses, reads, slow_reads;
 	double modeled_s;
@@ -42,13 +42,13 @@ struct sim_result {
 	double score, mean_latency_ns, fast_share;
 	uint64_t anon_pages, anon_fast_pages; /* at the end of the run */
 	uint64_t counters[TB_NR_COUNTERS];
-	struct sim_row *rows;
+	struct tb_sim_row *rows;
 	size_t nr_rows;
 	double wall_s;
 	uint64_t checks;    /* invariant checks passed */
 };
 
-int sim_run(const struct sim_config *cfg, struct sim_result *res, char *err, size_t errlen);
-void sim_result_free(struct sim_result *r);
+int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char *err, size_t errlen);
+void tb_sim_result_free(struct tb_sim_result *r);
 
 #endif

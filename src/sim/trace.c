@@ -15,17 +15,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int fail(struct trace *t, uint64_t *addr, int rc)
+static int fail(struct tb_trace *t, uint64_t *addr, int rc)
 {
 	free(addr);
-	trace_free(t);
+	tb_trace_free(t);
 	return rc;
 }
 
-int trace_parse(struct trace **out, const char *label, const char *text, char *err, size_t errlen)
+int tb_trace_parse(struct tb_trace **out, const char *label, const char *text, char *err, size_t errlen)
 {
 	*out = NULL;
-	struct trace *t = calloc(1, sizeof(*t));
+	struct tb_trace *t = calloc(1, sizeof(*t));
 	size_t cap = 1024, n = 0;
 	uint64_t *addr = malloc(cap * sizeof(*addr));
 	if (!t || !addr) {
@@ -102,7 +102,7 @@ int trace_parse(struct trace **out, const char *label, const char *text, char *e
 			t->ops = no;
 		}
 		addr[n] = v >> 12;
-		t->ops[n] = op == 'W' ? TRACE_WRITE : 0;
+		t->ops[n] = op == 'W' ? TB_TRACE_WRITE : 0;
 		n++;
 	}
 	if (!header || n == 0) {
@@ -121,9 +121,9 @@ int trace_parse(struct trace **out, const char *label, const char *text, char *e
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || uniq[i] != uniq[u - 1])
 			uniq[u++] = uniq[i];
-	if (u >= TRACE_WRITE) {
+	if (u >= TB_TRACE_WRITE) {
 		free(uniq);
-		snprintf(err, errlen, "%s: %zu distinct pages; at most %u are supported", label, u, TRACE_WRITE - 1);
+		snprintf(err, errlen, "%s: %zu distinct pages; at most %u are supported", label, u, TB_TRACE_WRITE - 1);
 		return fail(t, addr, -EINVAL);
 	}
 	t->hits = calloc(u, sizeof(*t->hits));
@@ -146,17 +146,17 @@ int trace_parse(struct trace **out, const char *label, const char *text, char *e
 	return 0;
 }
 
-int trace_load(struct trace **out, const char *path, char *err, size_t errlen)
+int tb_trace_load(struct tb_trace **out, const char *path, char *err, size_t errlen)
 {
-	char *text = cfg_read_file(path, NULL, err, errlen);
+	char *text = tb_cfg_read_file(path, NULL, err, errlen);
 	if (!text)
 		return -ENOENT;
-	int rc = trace_parse(out, path, text, err, errlen);
+	int rc = tb_trace_parse(out, path, text, err, errlen);
 	free(text);
 	return rc;
 }
 
-void trace_free(struct trace *t)
+void tb_trace_free(struct tb_trace *t)
 {
 	if (!t)
 		return;

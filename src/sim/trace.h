@@ -11,17 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRACE_WRITE 0x80000000u
+#define TB_TRACE_WRITE 0x80000000u
 
-struct trace {
-	uint32_t *ops; /* page index | TRACE_WRITE */
+struct tb_trace {
+	uint32_t *ops; /* page index | TB_TRACE_WRITE */
 	size_t nr_ops;
 	uint64_t nr_pages;
 	uint64_t *hits; /* accesses per page, for the oracle */
 };
 
-int trace_load(struct trace **out, const char *path, char *err, size_t errlen);
-int trace_parse(struct trace **out, const char *label, const char *text, char *err, size_t errlen);
-void trace_free(struct trace *t);
+int tb_trace_load(struct tb_trace **out, const char *path, char *err, size_t errlen);
+int tb_trace_parse(struct tb_trace **out, const char *label, const char *text, char *err, size_t errlen);
+void tb_trace_free(struct tb_trace *t);
 
 #endif

@@ -7,22 +7,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WL_MAX_PROCS 16
-#define WL_MAX_PHASES 64
+#define TB_WL_MAX_PROCS 16
+#define TB_WL_MAX_PHASES 64
 
-enum dist_kind { DIST_UNIFORM, DIST_GAUSSIAN, DIST_ZIPF, DIST_TRACE };
+enum tb_dist_kind { TB_DIST_UNIFORM, TB_DIST_GAUSSIAN, TB_DIST_ZIPF, TB_DIST_TRACE };
 
-struct trace;
+struct tb_trace;
 
-struct region_spec {
-	enum dist_kind kind;
+struct tb_region_spec {
+	enum tb_dist_kind kind;
 	uint64_t pages;
 	double center; /* gaussian mean, as a fraction of the region */
 	double stddev; /* gaussian sigma, as a fraction of the region */
 	double zipf_s; /* zipf exponent */
 };
 
-struct proc_spec {
+struct tb_proc_spec {
 	char name[32];
 	unsigned cpu_node;
 	unsigned cpu_node_line; /* where the file set it; 0: the default */
@@ -32,42 +32,42 @@ struct proc_spec {
 	double think_ns;   /* compute time between two accesses */
 	bool prefault;     /* touch every page before the run, in address order */
 	bool file_first;   /* prefault the page cache before the anon region */
-	struct region_spec anon, file;
+	struct tb_region_spec anon, file;
 	char trace_path[512]; /* after loading: the path the trace was read from */
-	struct trace *trace;
+	struct tb_trace *trace;
 	unsigned seen;
 };
 
-struct phase_spec {
+struct tb_phase_spec {
 	char name[32];
 	double at_s;
 	int proc;
 	unsigned set; /* which fields below the phase changes */
-	struct region_spec anon;
+	struct tb_region_spec anon;
 	double read_ratio;
 };
 
-#define PH_CENTER 1u
-#define PH_STDDEV 2u
-#define PH_DIST 4u
-#define PH_ZIPF 8u
-#define PH_READ 16u
+#define TB_PH_CENTER 1u
+#define TB_PH_STDDEV 2u
+#define TB_PH_DIST 4u
+#define TB_PH_ZIPF 8u
+#define TB_PH_READ 16u
 
-struct workload {
+struct tb_workload {
 	char name[64];
 	char description[256];
 	char source[512];
 	double duration_s;
 	double interval_s;
 	unsigned nr_procs;
-	struct proc_spec proc[WL_MAX_PROCS];
+	struct tb_proc_spec proc[TB_WL_MAX_PROCS];
 	unsigned nr_phases;
-	struct phase_spec phase[WL_MAX_PHASES];
+	struct tb_phase_spec phase[TB_WL_MAX_PHASES];
 };
 
-int workload_load(struct workload *w, const char *name, char *err, size_t errlen);
-int workload_parse(struct workload *w, const char *label, const char *text, char *err, size_t errlen);
-void workload_free(struct workload *w);
-uint64_t workload_pages(const struct workload *w);
+int tb_workload_load(struct tb_workload *w, const char *name, char *err, size_t errlen);
+int tb_workload_parse(struct tb_workload *w, const char *label, const char *text, char *err, size_t errlen);
+void tb_workload_free(struct tb_workload *w);
+uint64_t tb_workload_pages(const struct tb_workload *w);
 
 #endif

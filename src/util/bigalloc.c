@@ -24,17 +24,17 @@ static void *alloc_aligned(size_t bytes, bool huge)
 	return p;
 }
 
-void *big_alloc(size_t bytes)
+void *tb_big_alloc(size_t bytes)
 {
 	return alloc_aligned(bytes, true);
 }
 
-void *big_alloc_sparse(size_t bytes)
+void *tb_big_alloc_sparse(size_t bytes)
 {
 	return alloc_aligned(bytes, false);
 }
 
-void big_free(void *p, size_t bytes)
+void tb_big_free(void *p, size_t bytes)
 {
 	if (p)
 		munmap(p, (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1));

@@ -14,10 +14,10 @@
 
 struct reader {
 	const char *p;
-	struct cfg *c;
+	struct tb_cfg *c;
 };
 
-static void empty_section(struct cfg *c)
+static void empty_section(struct tb_cfg *c)
 {
 	if (c->open_line && !c->failed) {
 		snprintf(c->err, c->errlen, "%s:%u: [%s]: empty section (no key = value line follows it)", c->file,
@@ -27,7 +27,7 @@ static void empty_section(struct cfg *c)
 }
 
 /* A [section] line, as inih will read it: checked, and open until a key. */
-static void section_line(struct cfg *c, const char *line)
+static void section_line(struct tb_cfg *c, const char *line)
 {
 	line += strspn(line, " \t");
 	const char *end = line[0] == '[' ? strchr(line, ']') : NULL;
@@ -67,17 +67,17 @@ static char *read_line(char *buf, int size, void *stream)
 
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
-	struct cfg *c = user;
+	struct tb_cfg *c = user;
 	if (c->failed)
 		return 1;
 	c->open_line = 0;
 	return c->handler(c, section, name, value) ? 1 : 0;
 }
 
-int cfg_parse(const char *label, const char *text, cfg_handler h, cfg_section_check check, void *user, char *err,
+int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user, char *err,
 	      size_t errlen)
 {
-	struct cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h, .section_ok = check};
+	struct tb_cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h, .section_ok = check};
 	struct reader r = {text, &c};
 	err[0] = '\0';
 	int rc = ini_parse_stream(read_line, &r, on_entry, &c);
@@ -92,7 +92,7 @@ int cfg_parse(const char *label, const char *text, cfg_handler h, cfg_section_ch
 	return 0;
 }
 
-bool cfg_error(struct cfg *c, const char *section, const char *key, const char *fmt, ...)
+bool tb_cfg_error(struct tb_cfg *c, const char *section, const char *key, const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -107,36 +107,36 @@ bool cfg_error(struct cfg *c, const char *section, const char *key, const char *
 	return false;
 }
 
-bool cfg_u64(struct cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
+bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
 	     uint64_t *out)
 {
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(val, &end, 10);
 	if (errno || end == val || *end || val[0] == '-')
-		return cfg_error(c, sec, key, "'%s' is not a whole number", val);
+		return tb_cfg_error(c, sec, key, "'%s' is not a whole number", val);
 	if (v < min || v > max)
-		return cfg_error(c, sec, key, "%llu is outside %llu..%llu", v, (unsigned long long)min,
+		return tb_cfg_error(c, sec, key, "%llu is outside %llu..%llu", v, (unsigned long long)min,
 				 (unsigned long long)max);
 	*out = v;
 	return true;
 }
 
-bool cfg_double(struct cfg *c, const char *sec, const char *key, const char *val, double min, double max,
+bool tb_cfg_double(struct tb_cfg *c, const char *sec, const char *key, const char *val, double min, double max,
 		double *out)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(val, &end);
 	if (errno || end == val || *end || !isfinite(v))
-		return cfg_error(c, sec, key, "'%s' is not a number", val);
+		return tb_cfg_error(c, sec, key, "'%s' is not a number", val);
 	if (v < min || v > max)
-		return cfg_error(c, sec, key, "%g is outside %g..%g", v, min, max);
+		return tb_cfg_error(c, sec, key, "%g is outside %g..%g", v, min, max);
 	*out = v;
 	return true;
 }
 
-bool cfg_bool(struct cfg *c, const char *sec, const char *key, const char *val, bool *out)
+bool tb_cfg_bool(struct tb_cfg *c, const char *sec, const char *key, const char *val, bool *out)
 {
 	if (!strcmp(val, "yes") || !strcmp(val, "true") || !strcmp(val, "1")) {
 		*out = true;
@@ -146,13 +146,13 @@ bool cfg_bool(struct cfg *c, const char *sec, const char *key, const char *val, 
 		*out = false;
 		return true;
 	}
-	return cfg_error(c, sec, key, "'%s' is not yes or no", val);
+	return tb_cfg_error(c, sec, key, "'%s' is not yes or no", val);
 }
 
-bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len)
+bool tb_cfg_string(struct tb_cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len)
 {
 	if (strlen(val) >= len)
-		return cfg_error(c, sec, key, "longer than %zu characters", len - 1);
+		return tb_cfg_error(c, sec, key, "longer than %zu characters", len - 1);
 	memcpy(out, val, strlen(val) + 1);
 	return true;
 }
@@ -160,7 +160,7 @@ bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val
 #define CFG_MAX_STREAM (64u << 20)
 #define CFG_STREAM_WAIT_MS 10000 /* a pipe or device that says nothing for this long is given up on */
 
-char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
+char *tb_cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
 	/* non-blocking open: a FIFO without a writer must not hang here */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -234,7 +234,7 @@ char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 	return buf;
 }
 
-bool cfg_section_is(const char *section, const char *name, const char **rest)
+bool tb_cfg_section_is(const char *section, const char *name, const char **rest)
 {
 	size_t n = strlen(name);
 	if (strncmp(section, name, n) != 0 || section[n] != ' ' || !section[n + 1])

@@ -6,43 +6,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct cfg;
-typedef bool (*cfg_handler)(struct cfg *c, const char *section, const char *key, const char *value);
-/* Called at each [section] line: false (after cfg_error) refuses the section. */
-typedef bool (*cfg_section_check)(struct cfg *c, const char *section);
+struct tb_cfg;
+typedef bool (*tb_cfg_handler)(struct tb_cfg *c, const char *section, const char *key, const char *value);
+/* Called at each [section] line: false (after tb_cfg_error) refuses the section. */
+typedef bool (*tb_cfg_section_check)(struct tb_cfg *c, const char *section);
 
-struct cfg {
+struct tb_cfg {
 	const char *file; /* label used in messages: a path or "builtin:NAME" */
 	unsigned line;
 	char *err;
 	size_t errlen;
 	bool failed;
 	void *user;
-	cfg_handler handler;
-	cfg_section_check section_ok;
+	tb_cfg_handler handler;
+	tb_cfg_section_check section_ok;
 	char open_section[128]; /* the last [section] line, until its first key arrives */
 	unsigned open_line;
 };
 
-/* Parses text; the handler returns false after calling cfg_error, and so
+/* Parses text; the handler returns false after calling tb_cfg_error, and so
  * does check for a section it does not know. A section without any key is
  * refused too (an empty one is a typo or a leftover). 0 or -EINVAL. */
-int cfg_parse(const char *label, const char *text, cfg_handler h, cfg_section_check check, void *user, char *err,
+int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user, char *err,
 	      size_t errlen);
 
-bool cfg_error(struct cfg *c, const char *section, const char *key, const char *fmt, ...)
+bool tb_cfg_error(struct tb_cfg *c, const char *section, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-bool cfg_u64(struct cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
+bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
 	     uint64_t *out);
-bool cfg_double(struct cfg *c, const char *sec, const char *key, const char *val, double min, double max,
+bool tb_cfg_double(struct tb_cfg *c, const char *sec, const char *key, const char *val, double min, double max,
 		double *out);
-bool cfg_bool(struct cfg *c, const char *sec, const char *key, const char *val, bool *out);
-bool cfg_string(struct cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len);
+bool tb_cfg_bool(struct tb_cfg *c, const char *sec, const char *key, const char *val, bool *out);
+bool tb_cfg_string(struct tb_cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees). */
-char *cfg_read_file(const char *path, size_t *len, char *err, size_t errlen);
+char *tb_cfg_read_file(const char *path, size_t *len, char *err, size_t errlen);
 
 /* "[name SUFFIX]" sections: true if section is "name" followed by a space; *rest = SUFFIX. */
-bool cfg_section_is(const char *section, const char *name, const char **rest);
+bool tb_cfg_section_is(const char *section, const char *name, const char **rest);
 
 #endif

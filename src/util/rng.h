@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-struct rng {
+struct tb_rng {
 	uint64_t s;
 };
 
@@ -17,13 +17,13 @@ static inline uint64_t rng_splitmix(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-static inline void rng_seed(struct rng *r, uint64_t seed)
+static inline void rng_seed(struct tb_rng *r, uint64_t seed)
 {
 	uint64_t x = seed;
 	r->s = rng_splitmix(&x);
 }
 
-static inline uint64_t rng_next(struct rng *r)
+static inline uint64_t rng_next(struct tb_rng *r)
 {
 	r->s += 0xa0761d6478bd642full;
 	__uint128_t t = (__uint128_t)r->s * (r->s ^ 0xe7037ed1a0b428dbull);
@@ -31,13 +31,13 @@ static inline uint64_t rng_next(struct rng *r)
 }
 
 /* uniform in [0, n) without division */
-static inline uint64_t rng_below(struct rng *r, uint64_t n)
+static inline uint64_t rng_below(struct tb_rng *r, uint64_t n)
 {
 	return (uint64_t)(((__uint128_t)rng_next(r) * n) >> 64);
 }
 
 /* uniform in (0, 1) */
-static inline double rng_unit(struct rng *r)
+static inline double rng_unit(struct tb_rng *r)
 {
 	return ((double)(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }

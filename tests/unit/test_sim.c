@@ -38,9 +38,9 @@ static const char tiny_machine[] = "[machine]\n"
 
 static void expect_machine_error(const char *text, const char *needle)
 {
-	struct machine m;
+	struct tb_machine m;
 	char err[512];
-	assert_int_equal(machine_parse(&m, "m.ini", text, err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_machine_parse(&m, "m.ini", text, err, sizeof(err)), -EINVAL);
 	if (!strstr(err, needle))
 		fail_msg("error '%s' does not contain '%s'", err, needle);
 }
@@ -48,15 +48,15 @@ static void expect_machine_error(const char *text, const char *needle)
 static void test_machine_parse(void **state)
 {
 	(void)state;
-	struct machine m;
+	struct tb_machine m;
 	char err[512];
-	assert_int_equal(machine_parse(&m, "tiny", tiny_machine, err, sizeof(err)), 0);
+	assert_int_equal(tb_machine_parse(&m, "tiny", tiny_machine, err, sizeof(err)), 0);
 	assert_int_equal(m.nr_nodes, 2);
 	assert_int_equal(m.node[1].tier, 1);    /* CPU-less means slow */
 	assert_int_equal(m.node[0].demote_to, 1); /* automatic demotion target */
 	assert_int_equal(m.node[0].capacity_pages, 64 * 256);
 	/* copy = 4096 B at the slower of 50000 MB/s read and 8000 MB/s write */
-	assert_true(fabs(machine_migrate_ns(&m, 0, 1) - (3000 + 4096.0 / 8000 * 1000)) < 1e-9);
+	assert_true(fabs(tb_machine_migrate_ns(&m, 0, 1) - (3000 + 4096.0 / 8000 * 1000)) < 1e-9);
 	expect_machine_error("[machine]\nname = x\n[node 0]\ncpus = maybe\n", "m.ini:4: [node 0] cpus: 'maybe'");
 	expect_machine_error("[machine]\nname = x\n\n[node 0]\nbogus = 1\n", "m.ini:5: [node 0] bogus: unknown key");
 	expect_machine_error("[machine]\nname = x\n[node 0]\nread_ns = fast\n", "m.ini:4: [node 0] read_ns: 'fast'");
@@ -83,29 +83,29 @@ static void test_shipped_configs_parse(void **state)
 	char err[512];
 	const char *machines[] = {"small", "optane-2s", "cxl-1to4"};
 	for (size_t i = 0; i < 3; i++) {
-		struct machine m;
-		if (machine_load(&m, machines[i], err, sizeof(err)))
+		struct tb_machine m;
+		if (tb_machine_load(&m, machines[i], err, sizeof(err)))
 			fail_msg("%s", err);
 	}
 	const char *workloads[] = {"gauss", "gauss-wide", "uniform", "zipf", "phase", "tpp-mix", "multi"};
 	for (size_t i = 0; i < 7; i++) {
-		struct workload w;
-		if (workload_load(&w, workloads[i], err, sizeof(err)))
+		struct tb_workload w;
+		if (tb_workload_load(&w, workloads[i], err, sizeof(err)))
 			fail_msg("%s", err);
-		workload_free(&w);
+		tb_workload_free(&w);
 	}
-	struct machine m;
-	assert_int_equal(machine_load(&m, "nosuch", err, sizeof(err)), -ENOENT);
+	struct tb_machine m;
+	assert_int_equal(tb_machine_load(&m, "nosuch", err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "shipped: "));
-	assert_int_equal(machine_load(&m, "/nonexistent/m.ini", err, sizeof(err)), -ENOENT);
+	assert_int_equal(tb_machine_load(&m, "/nonexistent/m.ini", err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/m.ini: cannot open"));
 }
 
 static void expect_workload_error(const char *text, const char *needle)
 {
-	struct workload w;
+	struct tb_workload w;
 	char err[512];
-	assert_int_equal(workload_parse(&w, "w.ini", text, err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_workload_parse(&w, "w.ini", text, err, sizeof(err)), -EINVAL);
 	if (!strstr(err, needle))
 		fail_msg("error '%s' does not contain '%s'", err, needle);
 }
@@ -113,16 +113,16 @@ static void expect_workload_error(const char *text, const char *needle)
 static void test_workload_parse(void **state)
 {
 	(void)state;
-	struct workload w;
+	struct tb_workload w;
 	char err[512];
 	const char *ok = "[workload]\nname = t\n[process a]\nanon_mib = 10\ndistribution = zipf\n"
 			 "[phase late]\nat_s = 5\nprocess = a\ncenter = 0.9\n[phase early]\nat_s = 1\nprocess = a\n";
-	assert_int_equal(workload_parse(&w, "w.ini", ok, err, sizeof(err)), 0);
+	assert_int_equal(tb_workload_parse(&w, "w.ini", ok, err, sizeof(err)), 0);
 	assert_int_equal(w.nr_procs, 1);
 	assert_int_equal(w.proc[0].anon.pages, 2560);
-	assert_int_equal(w.proc[0].anon.kind, DIST_ZIPF);
+	assert_int_equal(w.proc[0].anon.kind, TB_DIST_ZIPF);
 	assert_string_equal(w.phase[0].name, "early"); /* sorted by time */
-	workload_free(&w);
+	tb_workload_free(&w);
 	expect_workload_error("[workload]\nname = t\n[process a]\nanon_mib = -1\n", "w.ini:4: [process a] anon_mib");
 	expect_workload_error("[workload]\nname = t\n[process a]\nread_ratio = 1.5\n", "w.ini:4: [process a] read_ratio: 1.5 is outside");
 	expect_workload_error("[workload]\nname = t\n[process a]\ndistribution = pareto\n", "w.ini:4: [process a] distribution");
@@ -137,47 +137,47 @@ static void test_workload_parse(void **state)
 static void test_trace(void **state)
 {
 	(void)state;
-	struct trace *t;
+	struct tb_trace *t;
 	char err[512];
 	const char *text = "# a comment\ntierbal-trace 1\nR 0x3000\nw 0x1000\nR 12288 # again page 3\nW 0x1fff\n";
-	assert_int_equal(trace_parse(&t, "t", text, err, sizeof(err)), 0);
+	assert_int_equal(tb_trace_parse(&t, "t", text, err, sizeof(err)), 0);
 	assert_int_equal(t->nr_ops, 4);
 	assert_int_equal(t->nr_pages, 2); /* pages 1 and 3, densely renumbered 0 and 1 */
 	assert_int_equal(t->ops[0], 1);
-	assert_int_equal(t->ops[1], 0 | TRACE_WRITE);
+	assert_int_equal(t->ops[1], 0 | TB_TRACE_WRITE);
 	assert_int_equal(t->ops[2], 1);
-	assert_int_equal(t->ops[3], 0 | TRACE_WRITE);
+	assert_int_equal(t->ops[3], 0 | TB_TRACE_WRITE);
 	assert_int_equal(t->hits[0], 2);
-	trace_free(t);
-	assert_int_equal(trace_parse(&t, "t", "R 0x1000\n", err, sizeof(err)), -EINVAL);
+	tb_trace_free(t);
+	assert_int_equal(tb_trace_parse(&t, "t", "R 0x1000\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t:1: expected the header"));
-	assert_int_equal(trace_parse(&t, "t", "tierbal-trace 1\nR 0x1000\nX 0x2000\n", err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_trace_parse(&t, "t", "tierbal-trace 1\nR 0x1000\nX 0x2000\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t:3: op"));
-	assert_int_equal(trace_parse(&t, "t", "tierbal-trace 1\nR 0xzz\n", err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_trace_parse(&t, "t", "tierbal-trace 1\nR 0xzz\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t:2: address"));
-	assert_int_equal(trace_parse(&t, "t", "tierbal-trace 1\n", err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_trace_parse(&t, "t", "tierbal-trace 1\n", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "no accesses"));
 }
 
 static void test_distributions(void **state)
 {
 	(void)state;
-	struct gauss_table *g = malloc(sizeof(*g));
+	struct tb_gauss_table *g = malloc(sizeof(*g));
 	assert_non_null(g);
-	gauss_table_init(g);
-	assert_true(fabs(g->q[GAUSS_N / 2]) < 1e-3);
+	tb_gauss_table_init(g);
+	assert_true(fabs(g->q[TB_GAUSS_N / 2]) < 1e-3);
 	/* Phi(1) = 0.8413 */
-	assert_true(fabs(g->q[(unsigned)(0.8413447 * GAUSS_N)] - 1.0) < 1e-3);
-	assert_true(fabs(g->q[GAUSS_N / 4] + g->q[3 * GAUSS_N / 4]) < 1e-3);
+	assert_true(fabs(g->q[(unsigned)(0.8413447 * TB_GAUSS_N)] - 1.0) < 1e-3);
+	assert_true(fabs(g->q[TB_GAUSS_N / 4] + g->q[3 * TB_GAUSS_N / 4]) < 1e-3);
 	/* the second level reaches far into the tail: Phi^-1(1 / 4096^2) = -5.2947 */
 	assert_true(fabs(g->tail[1] + 5.2947) < 1e-3);
 	assert_true(fabs(g->q[1] + 3.4871) < 1e-3); /* Phi^-1(1 / 4096) */
-	assert_true(fabs(g->tail[GAUSS_N] - g->q[1]) < 1e-4); /* and joins the first */
+	assert_true(fabs(g->tail[TB_GAUSS_N] - g->q[1]) < 1e-4); /* and joins the first */
 	/* the sampler: mean 0, sigma as asked, and the tail mass of a true Gaussian */
-	struct gauss_offsets *o = malloc(sizeof(*o));
+	struct tb_gauss_offsets *o = malloc(sizeof(*o));
 	assert_non_null(o);
-	gauss_offsets_init(o, g, 10000);
-	struct rng gr;
+	tb_gauss_offsets_init(o, g, 10000);
+	struct tb_rng gr;
 	rng_seed(&gr, 3);
 	double sum = 0, sq = 0;
 	unsigned beyond4 = 0, beyond5 = 0, draws = 1u << 24;
@@ -196,13 +196,13 @@ static void test_distributions(void **state)
 	assert_true(beyond5 >= 2 && beyond5 < 30);
 	free(o);
 	free(g);
-	struct zipf z;
-	struct rng r;
+	struct tb_zipf z;
+	struct tb_rng r;
 	rng_seed(&r, 7);
-	zipf_init(&z, 1000, 1.0);
+	tb_zipf_init(&z, 1000, 1.0);
 	unsigned c1 = 0, c2 = 0, n = 200000;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t k = zipf_next(&z, &r);
+		uint64_t k = tb_zipf_next(&z, &r);
 		assert_true(k >= 1 && k <= 1000);
 		c1 += k == 1;
 		c2 += k == 2;
@@ -210,38 +210,38 @@ static void test_distributions(void **state)
 	/* P(1)/P(2) = 2^s = 2, and P(1) = 1/H(1000) = 0.1336 */
 	assert_true(fabs((double)c1 / c2 - 2.0) < 0.1);
 	assert_true(fabs((double)c1 / n - 0.1336) < 0.005);
-	uint64_t s = zipf_stride(1000);
+	uint64_t s = tb_zipf_stride(1000);
 	assert_true(s % 2 == 1 && s % 5 != 0);
 }
 
-static void load(struct machine *m, struct workload *w, const char *wl)
+static void load(struct tb_machine *m, struct tb_workload *w, const char *wl)
 {
 	char err[512];
-	if (machine_parse(m, "tiny", tiny_machine, err, sizeof(err)) || workload_parse(w, "w", wl, err, sizeof(err)))
+	if (tb_machine_parse(m, "tiny", tiny_machine, err, sizeof(err)) || tb_workload_parse(w, "w", wl, err, sizeof(err)))
 		fail_msg("%s", err);
 }
 
 static const char small_gauss[] = "[workload]\nname = g\n[process a]\nanon_mib = 160\ndistribution = gaussian\n"
 				  "stddev = 0.05\nread_ratio = 0.8\n";
 
-static void run(const struct machine *m, const struct workload *w, uint32_t policy, bool oracle, uint64_t seed,
-		bool check, struct sim_result *res)
+static void run(const struct tb_machine *m, const struct tb_workload *w, uint32_t policy, bool oracle, uint64_t seed,
+		bool check, struct tb_sim_result *res)
 {
-	struct sim_config c = {.machine = m, .workload = w, .policy = policy, .oracle = oracle, .seed = seed,
+	struct tb_sim_config c = {.machine = m, .workload = w, .policy = policy, .oracle = oracle, .seed = seed,
 			       .duration_s = 4, .interval_s = 0.25, .check = check};
 	tb_knobs_default(&c.knobs);
 	char err[512];
-	if (sim_run(&c, res, err, sizeof(err)))
+	if (tb_sim_run(&c, res, err, sizeof(err)))
 		fail_msg("sim_run: %s", err);
 }
 
 static void test_determinism(void **state)
 {
 	(void)state;
-	struct machine m;
-	struct workload w;
+	struct tb_machine m;
+	struct tb_workload w;
 	load(&m, &w, small_gauss);
-	struct sim_result a, b, c;
+	struct tb_sim_result a, b, c;
 	run(&m, &w, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 42, false, &a);
 	run(&m, &w, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 42, false, &b);
 	run(&m, &w, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 43, false, &c);
@@ -252,10 +252,10 @@ static void test_determinism(void **state)
 	assert_memory_equal(a.counters, b.counters, sizeof(a.counters));
 	assert_memory_equal(a.rows, b.rows, a.nr_rows * sizeof(*a.rows));
 	assert_true(a.accesses != c.accesses || memcmp(a.counters, c.counters, sizeof(a.counters)));
-	sim_result_free(&a);
-	sim_result_free(&b);
-	sim_result_free(&c);
-	workload_free(&w);
+	tb_sim_result_free(&a);
+	tb_sim_result_free(&b);
+	tb_sim_result_free(&c);
+	tb_workload_free(&w);
 }
 
 static void test_invariants_every_interval(void **state)
@@ -275,27 +275,27 @@ static void test_invariants_every_interval(void **state)
 				     TB_POLICY_PROMOTE | TB_POLICY_ACTIVE_LRU,
 				     TB_POLICY_PROMOTE | TB_POLICY_HOT | TB_POLICY_ACTIVE_LRU};
 	for (size_t i = 0; i < 3; i++) {
-		struct machine m;
-		struct workload w;
+		struct tb_machine m;
+		struct tb_workload w;
 		load(&m, &w, workloads[i]);
 		for (size_t p = 0; p < 6; p++) {
-			struct sim_result r;
+			struct tb_sim_result r;
 			run(&m, &w, p < 5 ? policies[p] : 0, p == 5, 1, true, &r);
 			assert_int_equal(r.checks, r.nr_rows);
 			assert_true(r.checks >= 16);
-			sim_result_free(&r);
+			tb_sim_result_free(&r);
 		}
-		workload_free(&w);
+		tb_workload_free(&w);
 	}
 }
 
 static void test_oracle_is_upper_bound(void **state)
 {
 	(void)state;
-	struct machine m;
-	struct workload w;
+	struct tb_machine m;
+	struct tb_workload w;
 	load(&m, &w, small_gauss);
-	struct sim_result o, none, hot;
+	struct tb_sim_result o, none, hot;
 	run(&m, &w, 0, true, 1, false, &o);
 	run(&m, &w, 0, false, 1, false, &none);
 	run(&m, &w, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 1, false, &hot);
@@ -303,10 +303,10 @@ static void test_oracle_is_upper_bound(void **state)
 	assert_true(hot.score > none.score); /* the hot set starts on the slow node */
 	assert_true(o.fast_share > 0.95);
 	assert_int_equal(o.counters[TB_C_numa_hint_faults], 0);
-	sim_result_free(&o);
-	sim_result_free(&none);
-	sim_result_free(&hot);
-	workload_free(&w);
+	tb_sim_result_free(&o);
+	tb_sim_result_free(&none);
+	tb_sim_result_free(&hot);
+	tb_workload_free(&w);
 }
 
 static void test_oracle_place(void **state)
@@ -314,65 +314,65 @@ static void test_oracle_place(void **state)
 	(void)state;
 	/* 100 pages, uniform except zipf-like hits from a trace: the oracle puts
 	 * the most used pages on the cheapest node */
-	struct trace t = {0};
+	struct tb_trace t = {0};
 	uint64_t hits[10] = {1, 50, 2, 40, 3, 30, 4, 20, 5, 10};
 	t.hits = hits;
 	t.nr_ops = 165;
 	t.nr_pages = 10;
-	struct oracle_proc p = {.cpu_node = 0, .cost = {80, 300}};
-	p.region[0] = (struct oracle_region){.base = 0, .n = 10, .kind = DIST_TRACE, .share = 1, .trace = &t};
+	struct tb_oracle_proc p = {.cpu_node = 0, .cost = {80, 300}};
+	p.region[0] = (struct tb_oracle_region){.base = 0, .n = 10, .kind = TB_DIST_TRACE, .share = 1, .trace = &t};
 	uint64_t cap[2] = {4, 10};
 	uint8_t node[10];
 	char err[256];
-	assert_int_equal(oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), 0);
+	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), 0);
 	const uint8_t want[10] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 1};
 	assert_memory_equal(node, want, 10);
 	cap[0] = 2;
 	cap[1] = 2;
-	assert_int_equal(oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), -ENOSPC);
 }
 
 static void test_run_errors(void **state)
 {
 	(void)state;
-	struct machine m;
-	struct workload w;
+	struct tb_machine m;
+	struct tb_workload w;
 	load(&m, &w, "[workload]\nname = big\n[process a]\nanon_mib = 300\n");
-	struct sim_config c = {.machine = &m, .workload = &w, .seed = 1, .duration_s = 1, .interval_s = 1};
+	struct tb_sim_config c = {.machine = &m, .workload = &w, .seed = 1, .duration_s = 1, .interval_s = 1};
 	tb_knobs_default(&c.knobs);
-	struct sim_result r;
+	struct tb_sim_result r;
 	char err[512];
-	assert_int_equal(sim_run(&c, &r, err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_sim_run(&c, &r, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "needs 300 MiB"));
-	workload_free(&w);
+	tb_workload_free(&w);
 	load(&m, &w, "[workload]\nname = w\n[process a]\nanon_mib = 10\ncpu_node = 1\n");
-	assert_int_equal(sim_run(&c, &r, err, sizeof(err)), -EINVAL);
+	assert_int_equal(tb_sim_run(&c, &r, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cpu_node: node 1 of machine tiny has no CPUs"));
-	workload_free(&w);
+	tb_workload_free(&w);
 }
 
 static void test_reports(void **state)
 {
 	(void)state;
-	struct machine m;
-	struct workload w;
+	struct tb_machine m;
+	struct tb_workload w;
 	load(&m, &w, small_gauss);
-	struct sim_result r[2];
+	struct tb_sim_result r[2];
 	run(&m, &w, TB_POLICY_PROMOTE, false, 1, false, &r[0]);
 	run(&m, &w, 0, true, 1, false, &r[1]);
-	struct report rep = {.machine = &m, .workload = &w, .seed = 1, .duration_s = 4, .results = r, .nr_results = 1,
+	struct tb_report rep = {.machine = &m, .workload = &w, .seed = 1, .duration_s = 4, .results = r, .nr_results = 1,
 			     .oracle = &r[1]};
 	char *buf;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
-	report_json(f, &rep);
+	tb_report_json(f, &rep);
 	fclose(f);
 	assert_non_null(strstr(buf, "\"policy\": \"always\""));
 	assert_non_null(strstr(buf, "\"pgpromote_success\": "));
 	assert_non_null(strstr(buf, "\"oracle_pct\": 100,"));
 	free(buf);
 	f = open_memstream(&buf, &len);
-	report_csv(f, &rep);
+	tb_report_csv(f, &rep);
 	fclose(f);
 	size_t lines = 0;
 	for (char *p = buf; *p; p++)
@@ -380,10 +380,10 @@ static void test_reports(void **state)
 	assert_int_equal(lines, 1 + r[0].nr_rows + r[1].nr_rows);
 	assert_int_equal(strncmp(buf, "policy,t_s,", 11), 0);
 	free(buf);
-	assert_true(report_oracle_pct(&rep, &r[0]) < 100.0);
-	sim_result_free(&r[0]);
-	sim_result_free(&r[1]);
-	workload_free(&w);
+	assert_true(tb_report_oracle_pct(&rep, &r[0]) < 100.0);
+	tb_sim_result_free(&r[0]);
+	tb_sim_result_free(&r[1]);
+	tb_workload_free(&w);
 }
 
 int main(void)
