@@ -334,6 +334,147 @@ static const char *refuses_out(const char *out, const struct tb_machine *m, cons
 	return NULL;
 }
 
+/* What one `tierbal sim` runs: policies (and the oracle) times the values of a
+ * swept knob; job i is value i / per_val, policy i % per_val. */
+struct plan {
+	const struct tb_sim_options *o;
+	const struct tb_machine *m;
+	const struct tb_workload *w;
+	double duration;
+	const uint32_t *flags;
+	size_t nr_pol, per_val, nr_val;
+	const char *knob;
+	char (*values)[32];
+};
+
+/* Runs the jobs on up to o->jobs threads (one per CPU by default), the calling
+ * thread watching their progress. */
+static void run_jobs(struct job *jobs, size_t nr_jobs, long jobs_opt, bool quiet)
+{
+	struct pool pool = {.jobs = jobs, .nr_jobs = nr_jobs};
+	long cpus = jobs_opt ? jobs_opt : sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nr_threads = cpus < 1 ? 1 : (size_t)cpus;
+	if (nr_threads > nr_jobs)
+		nr_threads = nr_jobs;
+	if (nr_threads > MAX_THREADS)
+		nr_threads = MAX_THREADS;
+	pthread_t tid[MAX_THREADS];
+	size_t started = 0;
+	for (; started < nr_threads; started++)
+		if (pthread_create(&tid[started], NULL, worker, &pool))
+			break;
+	if (!started)
+		worker(&pool);
+	watch(&pool, quiet);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+}
+
+/* One line per run on stderr: its speed, or why it failed (a fault of the inputs
+ * fails every run alike and is said once, for all). Returns the exit status. */
+static int say_outcomes(const struct job *jobs, size_t nr_jobs, const struct plan *p)
+{
+	int rc = TB_EXIT_OK;
+	for (size_t i = 0; i < nr_jobs; i++) {
+		const char *what = i % p->per_val < p->nr_pol ? tb_policy_name(p->flags[i % p->per_val]) : "oracle";
+		char at[160] = "";
+		if (p->o->sweep)
+			snprintf(at, sizeof(at), " (%s=%s)", p->knob, p->values[i / p->per_val]);
+		size_t before = 0, alike = 0;
+		for (size_t j = 0; j < nr_jobs && jobs[i].rc; j++)
+			if (jobs[j].rc && !strcmp(jobs[j].err, jobs[i].err)) {
+				before += j < i;
+				alike++;
+			}
+		if (jobs[i].rc) {
+			rc = jobs[i].rc == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_FAIL;
+			if (alike > 1 && !before)
+				fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
+			else if (alike == 1)
+				fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
+		} else if (!p->o->quiet) {
+			const struct tb_sim_result *r = &jobs[i].res;
+			fprintf(stderr, "tierbal sim: %-14s%s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy, at,
+				(unsigned long long)r->accesses, r->wall_s, (double)r->accesses / r->wall_s / 1e6,
+				p->o->check ? ", invariants held" : "");
+		}
+	}
+	return rc;
+}
+
+/* The comparison in the chosen format, to --out (committed only when whole) or
+ * standard output. Returns the exit status. */
+static int write_report(FILE *out, struct tb_outfile *of, const struct job *jobs, const struct plan *p)
+{
+	static struct tb_sim_result results[TB_SIM_MAX_VALUES][TB_SIM_MAX_RUNS];
+	struct tb_report reps[TB_SIM_MAX_VALUES];
+	const struct tb_sim_options *o = p->o;
+	for (size_t v = 0; v < p->nr_val; v++) {
+		for (size_t k = 0; k < p->nr_pol; k++)
+			results[v][k] = jobs[v * p->per_val + k].res;
+		reps[v] = (struct tb_report){.machine = p->m, .workload = p->w, .seed = o->seed,
+					  .duration_s = p->duration, .results = results[v], .nr_results = p->nr_pol,
+					  .oracle = o->oracle ? &jobs[v * p->per_val + p->nr_pol].res : NULL,
+					  .sweep_knob = o->sweep ? p->knob : NULL, .sweep_value = p->values[v]};
+	}
+	if (o->sweep)
+		tb_report_sweep(out, reps, p->nr_val, o->format);
+	else if (!strcmp(o->format, "table"))
+		tb_report_table(out, &reps[0]);
+	else if (!strcmp(o->format, "csv"))
+		tb_report_csv(out, &reps[0]);
+	else
+		tb_report_json(out, &reps[0]);
+	char err[1024];
+	if (o->out && tb_outfile_commit(of, err, sizeof(err))) {
+		fprintf(stderr, "tierbal sim: %s\n", err);
+		return TB_EXIT_FAIL;
+	}
+	if (!o->out && (fflush(out) || ferror(out))) {
+		fprintf(stderr, "tierbal sim: writing standard output failed: %s\n", strerror(errno));
+		return TB_EXIT_FAIL;
+	}
+	return TB_EXIT_OK;
+}
+
+/* Checks the knobs of every run before any starts. */
+static int check_knobs(const struct tb_knobs *knobs, size_t nr_val, const struct plan *p)
+{
+	char err[1024];
+	for (size_t v = 0; v < nr_val; v++) {
+		if (tb_knobs_check(&knobs[v], err, sizeof(err))) {
+			if (p->o->sweep)
+				fprintf(stderr, "tierbal sim: --sweep %s=%s: %s\n", p->knob, p->values[v], err);
+			else
+				fprintf(stderr, "tierbal sim: knobs: %s\n", err);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Opens where the report goes: --out (never one of the run's inputs) or stdout. */
+static int open_output(const struct tb_sim_options *o, const struct tb_machine *m, const struct tb_workload *w,
+		       struct tb_outfile *of, FILE **out)
+{
+	*out = stdout;
+	if (!o->out)
+		return 0;
+	const char *input = refuses_out(o->out, m, w);
+	if (input) {
+		fprintf(stderr, "tierbal sim: --out %s: that is the %s this run reads; choose another output file\n",
+			o->out, input);
+		return -EINVAL;
+	}
+	char err[1024];
+	if (tb_outfile_open(of, o->out, err, sizeof(err))) {
+		fprintf(stderr, "tierbal sim: --out: %s\n", err);
+		return -EINVAL;
+	}
+	*out = of->f;
+	return 0;
+}
+
 int tb_cmd_sim(int argc, char **argv)
 {
 	struct tb_sim_options o;
@@ -367,39 +508,18 @@ int tb_cmd_sim(int argc, char **argv)
 	struct tb_knobs knobs[TB_SIM_MAX_VALUES];
 	size_t nr_val = 1;
 	knobs[0] = o.knobs;
-	if (o.sweep && tb_sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) {
+	struct plan p = {.o = &o, .m = &m, .w = &w, .duration = duration, .flags = flags, .nr_pol = nr_pol,
+			 .per_val = nr_pol + (o.oracle ? 1 : 0), .knob = knob, .values = values};
+	FILE *out;
+	struct tb_outfile of = {0};
+	if ((o.sweep && tb_sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) ||
+	    check_knobs(knobs, nr_val, &p) || open_output(&o, &m, &w, &of, &out)) {
 		tb_workload_free(&w);
 		return TB_EXIT_USAGE;
 	}
-	for (size_t v = 0; v < nr_val; v++) {
-		if (tb_knobs_check(&knobs[v], err, sizeof(err))) {
-			if (o.sweep)
-				fprintf(stderr, "tierbal sim: --sweep %s=%s: %s\n", knob, values[v], err);
-			else
-				fprintf(stderr, "tierbal sim: knobs: %s\n", err);
-			tb_workload_free(&w);
-			return TB_EXIT_USAGE;
-		}
-	}
-	FILE *out = stdout;
-	struct tb_outfile of = {0};
-	if (o.out) {
-		const char *input = refuses_out(o.out, &m, &w);
-		if (input) {
-			fprintf(stderr, "tierbal sim: --out %s: that is the %s this run reads; choose another output file\n",
-				o.out, input);
-			tb_workload_free(&w);
-			return TB_EXIT_USAGE;
-		}
-		if (tb_outfile_open(&of, o.out, err, sizeof(err))) {
-			fprintf(stderr, "tierbal sim: --out: %s\n", err);
-			tb_workload_free(&w);
-			return TB_EXIT_USAGE;
-		}
-		out = of.f;
-	}
+	p.nr_val = nr_val;
 
-	size_t per_val = nr_pol + (o.oracle ? 1 : 0), nr_jobs = nr_val * per_val;
+	size_t nr_jobs = nr_val * p.per_val;
 	struct job *jobs = nr_jobs ? calloc(nr_jobs, sizeof(*jobs)) : NULL; /* at least one policy: never 0 */
 	if (!jobs) {
 		fprintf(stderr, "tierbal sim: out of memory\n");
@@ -408,83 +528,16 @@ int tb_cmd_sim(int argc, char **argv)
 		return TB_EXIT_FAIL;
 	}
 	for (size_t i = 0; i < nr_jobs; i++) {
-		size_t v = i / per_val, k = i % per_val;
+		size_t v = i / p.per_val, k = i % p.per_val;
 		jobs[i].cfg = (struct tb_sim_config){.machine = &m, .workload = &w, .knobs = knobs[v],
-						  .policy = k < nr_pol ? flags[k] : 0, .oracle = k == nr_pol,
-						  .seed = o.seed, .duration_s = duration, .interval_s = interval,
-						  .check = o.check, .progress_permille = &jobs[i].permille};
+						     .policy = k < nr_pol ? flags[k] : 0, .oracle = k == nr_pol,
+						     .seed = o.seed, .duration_s = duration, .interval_s = interval,
+						     .check = o.check, .progress_permille = &jobs[i].permille};
 	}
-	struct pool pool = {.jobs = jobs, .nr_jobs = nr_jobs};
-	long cpus = o.jobs ? o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
-	size_t nr_threads = cpus < 1 ? 1 : (size_t)cpus;
-	if (nr_threads > nr_jobs)
-		nr_threads = nr_jobs;
-	if (nr_threads > MAX_THREADS)
-		nr_threads = MAX_THREADS;
-	pthread_t tid[MAX_THREADS];
-	size_t started = 0;
-	for (; started < nr_threads; started++)
-		if (pthread_create(&tid[started], NULL, worker, &pool))
-			break;
-	if (!started)
-		worker(&pool);
-	watch(&pool, o.quiet);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-
-	int rc = TB_EXIT_OK;
-	for (size_t i = 0; i < nr_jobs; i++) {
-		const char *what = i % per_val < nr_pol ? tb_policy_name(flags[i % per_val]) : "oracle";
-		char at[160] = "";
-		if (o.sweep)
-			snprintf(at, sizeof(at), " (%s=%s)", knob, values[i / per_val]);
-		/* a fault of the inputs fails every run alike: said once, for all */
-		size_t before = 0, alike = 0;
-		for (size_t j = 0; j < nr_jobs && jobs[i].rc; j++)
-			if (jobs[j].rc && !strcmp(jobs[j].err, jobs[i].err)) {
-				before += j < i;
-				alike++;
-			}
-		if (jobs[i].rc) {
-			rc = jobs[i].rc == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_FAIL;
-			if (alike > 1 && !before)
-				fprintf(stderr, "tierbal sim: %s\n", jobs[i].err);
-			else if (alike == 1)
-				fprintf(stderr, "tierbal sim: %s%s: %s\n", what, at, jobs[i].err);
-		} else if (!o.quiet) {
-			const struct tb_sim_result *r = &jobs[i].res;
-			fprintf(stderr, "tierbal sim: %-14s%s %llu accesses in %.2f s (%.1f M/s)%s\n", r->policy, at,
-				(unsigned long long)r->accesses, r->wall_s, (double)r->accesses / r->wall_s / 1e6,
-				o.check ? ", invariants held" : "");
-		}
-	}
-	if (rc == TB_EXIT_OK) {
-		static struct tb_sim_result results[TB_SIM_MAX_VALUES][TB_SIM_MAX_RUNS];
-		struct tb_report reps[TB_SIM_MAX_VALUES];
-		for (size_t v = 0; v < nr_val; v++) {
-			for (size_t k = 0; k < nr_pol; k++)
-				results[v][k] = jobs[v * per_val + k].res;
-			reps[v] = (struct tb_report){.machine = &m, .workload = &w, .seed = o.seed, .duration_s = duration,
-						  .results = results[v], .nr_results = nr_pol,
-						  .oracle = o.oracle ? &jobs[v * per_val + nr_pol].res : NULL,
-						  .sweep_knob = o.sweep ? knob : NULL, .sweep_value = values[v]};
-		}
-		if (o.sweep)
-			tb_report_sweep(out, reps, nr_val, o.format);
-		else if (!strcmp(o.format, "table"))
-			tb_report_table(out, &reps[0]);
-		else if (!strcmp(o.format, "csv"))
-			tb_report_csv(out, &reps[0]);
-		else
-			tb_report_json(out, &reps[0]);
-		if (o.out && tb_outfile_commit(&of, err, sizeof(err))) {
-			fprintf(stderr, "tierbal sim: %s\n", err);
-			rc = TB_EXIT_FAIL;
-		} else if (!o.out && (fflush(out) || ferror(out))) {
-			fprintf(stderr, "tierbal sim: writing standard output failed: %s\n", strerror(errno));
-			rc = TB_EXIT_FAIL;
-		}
-	}
+	run_jobs(jobs, nr_jobs, o.jobs, o.quiet);
+	int rc = say_outcomes(jobs, nr_jobs, &p);
+	if (rc == TB_EXIT_OK)
+		rc = write_report(out, &of, jobs, &p);
 	tb_outfile_abort(&of); /* a failed run leaves the old file as it was */
 	for (size_t i = 0; i < nr_jobs; i++)
 		tb_sim_result_free(&jobs[i].res);
