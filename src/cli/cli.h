@@ -25,6 +25,12 @@ int tb_cmd_exec(int argc, char **argv);
  * ch, with an option string that starts with ':'), for tierbal CMD. */
 void tb_cli_bad_option(const char *cmd, int ch, char **argv);
 
+/* The value S of option OPT of tierbal CMD, as a whole number (decimal, no
+ * sign) or a number, from MIN to MAX; -EINVAL after saying what is wrong. */
+int tb_cli_whole(const char *cmd, const char *opt, const char *s, unsigned long long min, unsigned long long max,
+		 unsigned long long *out);
+int tb_cli_real(const char *cmd, const char *opt, const char *s, double min, double max, double *out);
+
 /* The option parsers, apart from what the commands then do (the fuzz targets call them).
  * Each returns 0, 1 when --help was printed, or -EINVAL after printing what is wrong. */
 #define TB_SIM_MAX_RUNS 16   /* policies in one comparison */

@@ -50,20 +50,16 @@ static void exec_usage(FILE *f)
 		"exit status, or dies of the same signal; 126/127 when PROGRAM cannot be run.\n");
 }
 
-static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *name, const char *val)
+static int knob(struct tb_run_opts *o, char *buf, size_t len, const char *opt, const char *name, const char *val)
 {
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(val, &end, 10);
-	if (errno || end == val || *end || v == 0 || v > 100000000ul) {
-		fprintf(stderr, "tierbal exec: '%s' is not a positive whole number (for %s)\n", val, name);
+	unsigned long long v;
+	if (tb_cli_whole("exec", opt, val, 1, 100000000, &v))
 		return -EINVAL;
-	}
 	if (o->nr_sets == TB_RUN_MAX_SETS) {
 		fprintf(stderr, "tierbal exec: too many knobs\n");
 		return -E2BIG;
 	}
-	snprintf(buf, len, "%s=%lu", name, v);
+	snprintf(buf, len, "%s=%llu", name, v);
 	o->sets[o->nr_sets++] = buf;
 	return 0;
 }
@@ -101,24 +97,25 @@ int tb_exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 			o->sets[o->nr_sets++] = optarg;
 			break;
 		case 'T':
-			if (knob(o, knobs[0], sizeof(knobs[0]), "numa_balancing_scan_period_min_ms", optarg))
+			if (knob(o, knobs[0], sizeof(knobs[0]), "--scan-period-ms", "numa_balancing_scan_period_min_ms", optarg))
 				return -EINVAL;
 			break;
 		case 'Z':
-			if (knob(o, knobs[1], sizeof(knobs[1]), "numa_balancing_scan_size_mb", optarg))
+			if (knob(o, knobs[1], sizeof(knobs[1]), "--scan-size-mb", "numa_balancing_scan_size_mb", optarg))
 				return -EINVAL;
 			break;
 		case 'D':
-			if (knob(o, knobs[2], sizeof(knobs[2]), "numa_balancing_scan_delay_ms", optarg))
+			if (knob(o, knobs[2], sizeof(knobs[2]), "--scan-delay-ms", "numa_balancing_scan_delay_ms", optarg))
 				return -EINVAL;
 			break;
 		case 's':
 			o->sampler = optarg;
 			break;
 		case 'w': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (end == optarg || *end || v < 4 || v > 2048 || (v & (v - 1))) {
+			unsigned long long v;
+			if (tb_cli_whole("exec", "--window-kb", optarg, 4, 2048, &v))
+				return -EINVAL;
+			if (v & (v - 1)) {
 				fprintf(stderr, "tierbal exec: --window-kb '%s' is not a power of two from 4 to 2048\n", optarg);
 				return -EINVAL;
 			}
@@ -133,22 +130,16 @@ int tb_exec_parse_options(int argc, char **argv, struct tb_exec_opts *x)
 			x->no_reads = !strcmp(optarg, "off");
 			break;
 		case 'M': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (end == optarg || *end || v < 1 || v > 65536) {
-				fprintf(stderr, "tierbal exec: --park-mb '%s' is not 1 to 65536 MiB\n", optarg);
+			unsigned long long v;
+			if (tb_cli_whole("exec", "--park-mb", optarg, 1, 65536, &v))
 				return -EINVAL;
-			}
 			x->park_mb = (unsigned)v;
 			break;
 		}
 		case 'm': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (end == optarg || *end || v < 10 || v > 60000) {
-				fprintf(stderr, "tierbal exec: --sample-ms '%s' is not 10 to 60000 ms\n", optarg);
+			unsigned long long v;
+			if (tb_cli_whole("exec", "--sample-ms", optarg, 10, 60000, &v))
 				return -EINVAL;
-			}
 			o->sample_ms = (unsigned)v;
 			break;
 		}

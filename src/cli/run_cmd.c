@@ -48,15 +48,11 @@ int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-		char *end;
 		switch (ch) {
 		case 'p': {
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v <= 0 || v > 4194304) {
-				fprintf(stderr, "tierbal run: --pid '%s' is not a process id\n", optarg);
+			unsigned long long v;
+			if (tb_cli_whole("run", "--pid", optarg, 1, 4194304, &v))
 				return -EINVAL;
-			}
 			if (o->nr_pids == TB_DCFG_MAX_PIDS) {
 				fprintf(stderr, "tierbal run: more than %d --pid; use --cgroup\n", TB_DCFG_MAX_PIDS);
 				return -EINVAL;
@@ -97,12 +93,8 @@ int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			o->once = true;
 			break;
 		case 'd':
-			o->duration_s = strtod(optarg, &end);
-			if (end == optarg || *end || !(o->duration_s > 0) || o->duration_s > 1e7) {
-				fprintf(stderr, "tierbal run: --duration '%s' is not a positive number of seconds\n",
-					optarg);
+			if (tb_cli_real("run", "--duration", optarg, 0.001, 1e7, &o->duration_s))
 				return -EINVAL;
-			}
 			break;
 		case 'h':
 			run_usage(stdout);

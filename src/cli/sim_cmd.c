@@ -2,6 +2,7 @@
  * its own thread, print the comparison. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -157,19 +158,6 @@ static void watch(struct pool *p, bool quiet)
 		fputc('\n', stderr);
 }
 
-static int parse_double(const char *opt, const char *s, double min, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= min) || v > 1e7) {
-		fprintf(stderr, "tierbal sim: %s: '%s' is not a number from %g to %g\n", opt, s, min, 1e7);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 {
 	static const struct option longopts[] = {
@@ -189,7 +177,7 @@ int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
 	int c;
-	char err[256], *end;
+	char err[256];
 	while ((c = getopt_long(argc, argv, ":m:w:p:d:s:f:o:k:i:j:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': o->machine = optarg; break;
@@ -204,29 +192,27 @@ int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 		case 'l': o->list = true; break;
 		case 'h': sim_usage(stdout); return 1;
 		case 'd':
-			if (parse_double("--duration", optarg, 0.001, &o->duration))
+			if (tb_cli_real("sim", "--duration", optarg, 0.001, 1e7, &o->duration))
 				return -EINVAL;
 			break;
 		case 'i':
-			if (parse_double("--interval", optarg, 0.001, &o->interval))
+			if (tb_cli_real("sim", "--interval", optarg, 0.001, 1e7, &o->interval))
 				return -EINVAL;
 			break;
-		case 's':
-			errno = 0;
-			o->seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || optarg[0] == '-') {
-				fprintf(stderr, "tierbal sim: --seed: '%s' is not a whole number\n", optarg);
+		case 's': {
+			unsigned long long v;
+			if (tb_cli_whole("sim", "--seed", optarg, 0, ULLONG_MAX, &v))
 				return -EINVAL;
-			}
+			o->seed = v;
 			break;
-		case 'j':
-			errno = 0;
-			o->jobs = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || o->jobs < 1 || o->jobs > 256) {
-				fprintf(stderr, "tierbal sim: --jobs: '%s' is not 1..256\n", optarg);
+		}
+		case 'j': {
+			unsigned long long v;
+			if (tb_cli_whole("sim", "--jobs", optarg, 1, 256, &v))
 				return -EINVAL;
-			}
+			o->jobs = (long)v;
 			break;
+		}
 		case 'k':
 			if (tb_knob_set(&o->knobs, optarg, err, sizeof(err))) {
 				fprintf(stderr, "tierbal sim: --set: %s\n", err);

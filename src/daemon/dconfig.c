@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/cfg.h"
+#include "util/number.h"
 
 void tb_dconfig_default(struct tb_dconfig *c)
 {
@@ -110,9 +111,8 @@ static bool on_section(struct tb_cfg *cf, const char *sec)
 	if (!strcmp(sec, "daemon") || !strcmp(sec, "targets") || !strcmp(sec, "knobs"))
 		return true;
 	if (tb_cfg_section_is(sec, "node", &rest)) {
-		char *end;
-		long n = strtol(rest, &end, 10);
-		if (end == rest || *end || n < 0 || n >= TB_DCFG_MAX_NODES)
+		unsigned long long n;
+		if (tb_parse_whole(rest, 0, TB_DCFG_MAX_NODES - 1, &n))
 			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest, TB_DCFG_MAX_NODES - 1);
 		return true;
 	}
@@ -135,11 +135,10 @@ static bool on_entry(struct tb_cfg *cf, const char *sec, const char *key, const 
 		return true;
 	}
 	if (tb_cfg_section_is(sec, "node", &rest)) {
-		char *end;
-		long n = strtol(rest, &end, 10);
-		if (end == rest || *end || n < 0 || n >= TB_DCFG_MAX_NODES)
+		unsigned long long n;
+		if (tb_parse_whole(rest, 0, TB_DCFG_MAX_NODES - 1, &n))
 			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest,
-					 TB_DCFG_MAX_NODES - 1);
+					    TB_DCFG_MAX_NODES - 1);
 		if (strcmp(key, "tier"))
 			return tb_cfg_error(cf, sec, key, "unknown key (known: tier)");
 		uint64_t t;

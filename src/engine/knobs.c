@@ -1,4 +1,5 @@
 #include "engine/knobs.h"
+#include "util/number.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -149,15 +150,14 @@ int tb_knob_set(struct tb_knobs *k, const char *assignment, char *err, size_t er
 		snprintf(err, errlen, "knob %s: '%s' is not one of v13, v10, boost", name, val);
 		return -EINVAL;
 	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(val, &end, 10);
-	if (errno || end == val || *end != '\0' || val[0] == '-') {
+	unsigned long long v;
+	int rc = tb_parse_whole(val, d->min, d->max, &v);
+	if (rc == -EINVAL) {
 		snprintf(err, errlen, "knob %s: '%s' is not a whole number", name, val);
 		return -EINVAL;
 	}
-	if (v < d->min || v > d->max) {
-		snprintf(err, errlen, "knob %s: %llu is outside %u..%u", name, v, d->min, d->max);
+	if (rc) {
+		snprintf(err, errlen, "knob %s: %s is outside %u..%u", name, val, d->min, d->max);
 		return -EINVAL;
 	}
 	*knob_ptr(k, d) = (uint32_t)v;

@@ -7,6 +7,7 @@
 
 #include "sim/builtin.h"
 #include "util/cfg.h"
+#include "util/number.h"
 
 enum {
 	K_CPUS = 1 << 0,
@@ -32,10 +33,9 @@ static const struct {
 static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, const char *id, const char *key,
 		       const char *val)
 {
-	uint64_t n, v;
-	char *end;
-	n = strtoull(id, &end, 10);
-	if (*end || end == id || n >= TB_MAX_NODES)
+	unsigned long long n;
+	uint64_t v;
+	if (tb_parse_whole(id, 0, TB_MAX_NODES - 1, &n))
 		return tb_cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
 	struct tb_sim_node *nd = &m->node[n];
 	unsigned bit = 0;
@@ -93,9 +93,8 @@ static bool machine_section(struct tb_cfg *c, const char *sec)
 {
 	const char *id;
 	if (tb_cfg_section_is(sec, "node", &id)) {
-		char *end;
-		unsigned long long n = strtoull(id, &end, 10);
-		if (*end || end == id || n >= TB_MAX_NODES)
+		unsigned long long n;
+		if (tb_parse_whole(id, 0, TB_MAX_NODES - 1, &n))
 			return tb_cfg_error(c, sec, NULL, "node id '%s' is not 0..%d", id, TB_MAX_NODES - 1);
 		return true;
 	}

@@ -1,4 +1,5 @@
 #include "util/cfg.h"
+#include "util/number.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,14 +111,13 @@ bool tb_cfg_error(struct tb_cfg *c, const char *section, const char *key, const 
 bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
 	     uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(val, &end, 10);
-	if (errno || end == val || *end || val[0] == '-')
+	unsigned long long v;
+	int rc = tb_parse_whole(val, min, max, &v);
+	if (rc == -EINVAL)
 		return tb_cfg_error(c, sec, key, "'%s' is not a whole number", val);
-	if (v < min || v > max)
-		return tb_cfg_error(c, sec, key, "%llu is outside %llu..%llu", v, (unsigned long long)min,
-				 (unsigned long long)max);
+	if (rc)
+		return tb_cfg_error(c, sec, key, "%s is outside %llu..%llu", val, (unsigned long long)min,
+				    (unsigned long long)max);
 	*out = v;
 	return true;
 }
@@ -125,13 +125,12 @@ bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *
 bool tb_cfg_double(struct tb_cfg *c, const char *sec, const char *key, const char *val, double min, double max,
 		double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(val, &end);
-	if (errno || end == val || *end || !isfinite(v))
+	double v;
+	int rc = tb_parse_real(val, min, max, &v);
+	if (rc == -EINVAL)
 		return tb_cfg_error(c, sec, key, "'%s' is not a number", val);
-	if (v < min || v > max)
-		return tb_cfg_error(c, sec, key, "%g is outside %g..%g", v, min, max);
+	if (rc)
+		return tb_cfg_error(c, sec, key, "%s is outside %g..%g", val, min, max);
 	*out = v;
 	return true;
 }

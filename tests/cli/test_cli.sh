@@ -49,8 +49,8 @@ check "a FIFO nobody writes" 2 "fifo: cannot read: not a regular file, and nothi
 check "a directory as input" 2 "cannot read: a directory" -- "$TB" sim --machine "$TMP"
 check "bad policy" 2 "'fast' is not a policy" -- "$TB" sim --policy fast
 check "bad format" 2 "'xml' is not table, csv or json" -- "$TB" sim --format xml
-check "bad duration" 2 "--duration: '-1'" -- "$TB" sim --duration -1
-check "bad seed" 2 "--seed: 'x'" -- "$TB" sim --seed x
+check "bad duration" 2 "--duration '-1' is not a number from 0.001" -- "$TB" sim --duration -1
+check "bad seed" 2 "--seed 'x' is not a whole number" -- "$TB" sim --seed x
 check "bad knob" 2 "unknown knob 'nope'" -- "$TB" sim --set nope=1
 check "knob range" 2 "numa_balancing: 7 is outside 0..3" -- "$TB" sim --set numa_balancing=7
 check "stray argument" 2 "unexpected argument 'extra'" -- "$TB" sim extra
@@ -151,8 +151,8 @@ check "adaptive policy" 0 "^adaptive " -- "$TB" sim --policy adaptive --duration
 # (the daemon itself is tested in the guest, tests/guest/daemon_test.c)
 check "run help" 0 "--dry-run" -- "$TB" run --help
 check "run without targets" 2 "nothing to manage: give --pid PID or --cgroup PATH" -- "$TB" run
-check "run bad pid" 2 "--pid 'x' is not a process id" -- "$TB" run --pid x
-check "run bad duration" 2 "--duration '0' is not a positive number" -- "$TB" run --pid 1 --duration 0
+check "run bad pid" 2 "--pid 'x' is not a whole number from 1 to 4194304" -- "$TB" run --pid x
+check "run bad duration" 2 "--duration '0' is not a number from 0.001 to 1e\+07" -- "$TB" run --pid 1 --duration 0
 check "run relative socket" 2 "--socket 'rel' is not an absolute path" -- "$TB" run --pid 1 --socket rel
 check "run bad policy" 2 "--policy: unknown policy 'fast'" -- "$TB" run --pid 1 --policy fast
 check "run bad sampler" 2 "--sampler: 'magic' is not auto, damon, softdirty or none" -- "$TB" run --pid 1 --sampler magic

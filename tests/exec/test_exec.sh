@@ -193,7 +193,7 @@ rc=$?
 "$TB" exec >out 2>err
 [ $? = 2 ] && grep -q "no program given" err && ok "no program: usage error" || bad "no program: $(cat err)"
 "$TB" exec --scan-period-ms 0 -- true >out 2>err
-[ $? = 2 ] && grep -q "'0' is not a positive whole number" err && ok "a bad knob value is refused" ||
+[ $? = 2 ] && grep -q -- "--scan-period-ms '0' is not a whole number from 1 to 100000000" err && ok "a bad knob value is refused" ||
 	bad "bad knob: $(cat err)"
 "$TB" exec -- sh -c 'exit 42'
 [ $? = 42 ] && ok "the program's exit status is tierbal's" || bad "exit status not passed on"
