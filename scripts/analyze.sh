@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 rc=0
 echo "--- cppcheck $(cppcheck --version | cut -d' ' -f2)"
 if cppcheck --enable=warning,performance,portability --std=c11 --inline-suppr --quiet --error-exitcode=1 \
-	-D_GNU_SOURCE -I src \
+	-D_GNU_SOURCE -I src -I tests/lib -I tests/unit \
 	src fuzz tests/unit tests/exec tests/guest bench/live; then
 	echo "ok   cppcheck: no findings"
 else

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "linux/mover.h"
+#include "pages.h"
 
-#define PAGE 4096u
-#define WORDS (PAGE / 8)
+#define PAGE TB_PAGE
 #define CHURN_PAGES 2048u /* 8 MiB */
 
 struct area {
@@ -31,17 +31,9 @@ struct area {
 	uint64_t *gen; /* per page: how often it was rewritten */
 };
 
-static uint64_t pattern(uint64_t id, size_t page, size_t word)
-{
-	return (id * 0x9e3779b97f4a7c15ull) ^ (page * 0xc2b2ae3d27d4eb4full) ^ (word + 1);
-}
-
 static void write_page(struct area *a, size_t i)
 {
-	uint64_t *w = (uint64_t *)(a->p + i * PAGE);
-	uint64_t g = ++a->gen[i];
-	w[0] = g;
-	w[1] = pattern(a->id, i, g);
+	tb_page_touch(a->p + i * PAGE, a->id, i, ++a->gen[i]);
 }
 
 static int make(struct area *a, size_t pages, int node, uint64_t id)
@@ -56,12 +48,8 @@ static int make(struct area *a, size_t pages, int node, uint64_t id)
 	unsigned long mask = node >= 0 ? 1ul << node : 0;
 	if (node >= 0 && mbind(a->p, pages * PAGE, MPOL_BIND, &mask, sizeof(mask) * 8, 0))
 		return -1;
-	for (size_t i = 0; i < pages; i++) {
-		uint64_t *w = (uint64_t *)(a->p + i * PAGE);
-		for (size_t k = 2; k < WORDS; k++)
-			w[k] = pattern(a->id, i, k);
-		write_page(a, i);
-	}
+	for (size_t i = 0; i < pages; i++)
+		tb_page_fill(a->p + i * PAGE, a->id, i, ++a->gen[i]);
 	if (node >= 0)
 		mbind(a->p, pages * PAGE, MPOL_DEFAULT, NULL, 0, 0); /* moves are tierbal's business */
 	return 0;
@@ -69,15 +57,7 @@ static int make(struct area *a, size_t pages, int node, uint64_t id)
 
 static size_t verify(const struct area *a)
 {
-	size_t bad = 0;
-	for (size_t i = 0; i < a->pages; i++) {
-		const uint64_t *w = (const uint64_t *)(a->p + i * PAGE);
-		int wrong = w[0] != a->gen[i] || w[1] != pattern(a->id, i, a->gen[i]);
-		for (size_t k = 2; k < WORDS && !wrong; k++)
-			wrong = w[k] != pattern(a->id, i, k);
-		bad += (size_t)wrong;
-	}
-	return bad;
+	return tb_pages_bad(a->p, a->pages, a->id, 0, a->gen);
 }
 
 static void unmake(struct area *a)

@@ -20,8 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAGE 4096u
-#define WORDS (PAGE / 8)
+#include "pages.h"
+
+#define PAGE TB_PAGE
 
 static volatile sig_atomic_t stop;
 /* passes over the hot set so far: its address is on the "ready" line, so that
@@ -34,17 +35,6 @@ static void on_usr1(int sig)
 	stop = 1;
 }
 
-static uint64_t fill(size_t page, size_t word)
-{
-	return (page * 0x9e3779b97f4a7c15ull) ^ (word + 1);
-}
-
-/* word 0: generation, word 1: its checksum, the rest: a fixed pattern */
-static uint64_t sum(size_t page, uint64_t gen)
-{
-	return (gen * 0xff51afd7ed558ccdull) ^ (page + 0x5bd1e995u);
-}
-
 static char *area(size_t pages, int node, size_t first)
 {
 	char *p = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -54,30 +44,10 @@ static char *area(size_t pages, int node, size_t first)
 	unsigned long mask = 1ul << node;
 	if (mbind(p, pages * PAGE, MPOL_BIND, &mask, sizeof(mask) * 8, 0))
 		return NULL;
-	for (size_t i = 0; i < pages; i++) {
-		uint64_t *w = (uint64_t *)(p + i * PAGE);
-		w[0] = 0;
-		w[1] = sum(first + i, 0);
-		for (size_t k = 2; k < WORDS; k++)
-			w[k] = fill(first + i, k);
-	}
+	tb_pages_fill(p, pages, 0, first);
 	/* later moves are tierbal's business: no policy pins the pages any more */
 	mbind(p, pages * PAGE, MPOL_DEFAULT, NULL, 0, 0);
 	return p;
-}
-
-static size_t check(char *p, size_t pages, size_t first, const uint64_t *gen)
-{
-	size_t bad = 0;
-	for (size_t i = 0; i < pages; i++) {
-		const uint64_t *w = (const uint64_t *)(p + i * PAGE);
-		uint64_t g = gen ? gen[i] : 0;
-		int wrong = w[0] != g || w[1] != sum(first + i, g);
-		for (size_t k = 2; k < WORDS && !wrong; k++)
-			wrong = w[k] != fill(first + i, k);
-		bad += wrong;
-	}
-	return bad;
 }
 
 int main(int argc, char **argv)
@@ -125,17 +95,14 @@ int main(int argc, char **argv)
 		uint64_t *gn = second ? gen2 : gen;
 		size_t first = ncold + (second ? nhot : 0);
 		for (size_t i = 0; i < nhot && !stop; i++) {
-			uint64_t *w = (uint64_t *)(h + i * PAGE);
-			uint64_t g = gn[i] + 1;
-			w[0] = g;
-			w[1] = sum(first + i, g);
-			gn[i] = g;
+			tb_page_touch(h + i * PAGE, 0, first + i, gn[i] + 1);
+			gn[i]++;
 		}
 		passes++;
 	}
-	size_t bad = check(cold, ncold, 0, NULL) + check(hot, nhot, ncold, gen);
+	size_t bad = tb_pages_bad(cold, ncold, 0, 0, NULL) + tb_pages_bad(hot, nhot, 0, ncold, gen);
 	if (hot2)
-		bad += check(hot2, nhot, ncold + nhot, gen2);
+		bad += tb_pages_bad(hot2, nhot, 0, ncold + nhot, gen2);
 	printf("verify: %zu pages, %zu mismatches, %lu passes\n", ncold + nhot * (hot2 ? 2 : 1), bad,
 	       (unsigned long)passes);
 	fflush(stdout);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "linux/mover.h"
+#include "pages.h"
 
 static int pass, fail;
 
@@ -26,29 +27,13 @@ static size_t on_node(void **pages, size_t n, int node)
 	return tb_mover_count(0, pages, n, node, &c) ? 0 : c;
 }
 
-static uint64_t pattern(size_t page, size_t word)
-{
-	return (page * 0x9e3779b97f4a7c15ull) ^ (word + 1);
-}
-
-static size_t corrupted(char *buf, size_t n, size_t psz)
-{
-	size_t bad = 0;
-	for (size_t p = 0; p < n; p++) {
-		uint64_t *w = (uint64_t *)(buf + p * psz);
-		for (size_t i = 0; i < psz / 8; i++)
-			bad += w[i] != pattern(p, i);
-	}
-	return bad;
-}
-
 int main(void)
 {
 	if (numa_available() < 0 || numa_max_node() < 1) {
 		printf("FAIL this test needs two NUMA nodes\n");
 		return 1;
 	}
-	size_t psz = (size_t)sysconf(_SC_PAGESIZE), n = (64u << 20) / psz;
+	size_t psz = TB_PAGE, n = (64u << 20) / psz; /* the pattern is per 4 KiB page, as x86 has */
 	char *buf = numa_alloc_onnode(n * psz, 1);
 	void **pages = calloc(n, sizeof(*pages));
 	int *status = calloc(n, sizeof(*status));
@@ -58,9 +43,7 @@ int main(void)
 	}
 	madvise(buf, n * psz, MADV_NOHUGEPAGE); /* count 4 KiB pages, as the daemon will */
 	for (size_t p = 0; p < n; p++) {
-		uint64_t *w = (uint64_t *)(buf + p * psz);
-		for (size_t i = 0; i < psz / 8; i++)
-			w[i] = pattern(p, i);
+		tb_page_fill(buf + p * psz, 0, p, 0);
 		pages[p] = buf + p * psz;
 	}
 	check(on_node(pages, n, 1) == n, "64 MiB allocated on node 1");
@@ -71,14 +54,14 @@ int main(void)
 	check(st.moved == n && st.busy + st.nomem + st.gone + st.other == 0, "every page counted as moved");
 	check(st.calls == (n + TB_MOVE_BATCH - 1) / TB_MOVE_BATCH, "in batches of TB_MOVE_BATCH pages");
 	check(on_node(pages, n, 0) == n, "placement query: all on node 0");
-	check(corrupted(buf, n, psz) == 0, "no byte changed by the move");
+	check(tb_pages_bad(buf, n, 0, 0, NULL) == 0, "no byte changed by the move");
 
 	/* half back to node 1, then write while they sit there, then check */
 	memset(&st, 0, sizeof(st));
 	rc = tb_mover_move(0, pages, n / 2, 1, status, &st);
 	check(rc == 0 && st.moved == n / 2, "half moved back to node 1");
 	check(on_node(pages, n, 1) == n / 2 && on_node(pages, n, 0) == n - n / 2, "placement split as asked");
-	check(corrupted(buf, n, psz) == 0, "still intact after the second move");
+	check(tb_pages_bad(buf, n, 0, 0, NULL) == 0, "still intact after the second move");
 
 	/* a page that is no longer mapped is counted as gone, not as a failure of the call */
 	munmap(buf + (n - 1) * psz, psz);

@@ -17,6 +17,7 @@
 #include "linux/mover.h"
 #include "linux/softdirty.h"
 #include "linux/topology.h"
+#include "lib-run.h"
 
 static void test_nodelist(void **state)
 {
@@ -178,9 +179,13 @@ static void test_zoneinfo(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_nodelist), cmocka_unit_test(test_maps_lines),
-					   cmocka_unit_test(test_maps_of_self),
-					   cmocka_unit_test(test_softdirty_probe_answers),
-					   cmocka_unit_test(test_mover_count), cmocka_unit_test(test_zoneinfo)};
-	return cmocka_run_group_tests_name("linux", tests, NULL, NULL);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nodelist),
+		cmocka_unit_test(test_maps_lines),
+		cmocka_unit_test(test_maps_of_self),
+		cmocka_unit_test(test_softdirty_probe_answers),
+		cmocka_unit_test(test_mover_count),
+		cmocka_unit_test(test_zoneinfo),
+	};
+	return tb_test_run("linux", tests, sizeof(tests) / sizeof(tests[0]));
 }
