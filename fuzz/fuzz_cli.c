@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: the command lines of tierbal sim, run and exec, up to
  * what they would do (a simulation, a daemon): the option parsers, then the
  * policy list and sweep (sim) or the configuration built from the options

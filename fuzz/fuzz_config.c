@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: the daemon's configuration (tb_dconfig_parse), parsed
  * twice over the same structure as a SIGHUP reload does. */
 #include <stdint.h>

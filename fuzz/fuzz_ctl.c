@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: what arrives on tierbal's sockets. First byte even: a
  * client of the control socket (tb_ctl_handle, fed through a socketpair in
  * pieces, then end of file); odd: a message on the runtime socket of

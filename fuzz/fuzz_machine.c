@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: simulated machine files (tb_machine_parse). */
 #include <stdint.h>
 

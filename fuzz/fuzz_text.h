@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What every fuzz target does first: the input as a NUL-terminated string
  * (parsers take text; a NUL inside simply ends it early). */
 #ifndef TB_FUZZ_TEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: access traces (tb_trace_parse). */
 #include <stdint.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libFuzzer target: workload files (tb_workload_parse). The label puts relative
  * trace paths in a directory that does not exist, so only the text is fuzzed. */
 #include <stdint.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Static analysis: cppcheck, and clang-tidy with the committed .clang-tidy, over
 # the sources, tests and fuzz targets. Any finding fails. Needs build/ (and
 # build-fuzz/ for the fuzz targets' compile commands): scripts/test.sh makes both.

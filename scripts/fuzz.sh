@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and runs
 # each: first over its committed inputs (fuzz/corpus/NAME: seeds, fuzz/regress/NAME:
 # inputs that once crashed), then for SECONDS of fresh fuzzing, as many at once

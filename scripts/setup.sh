@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs what building tierbal needs (Debian bookworm, apt only) and builds
 # it into build/. Safe to run again: it installs only what is missing.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The one closing line of scripts/test.sh: test cases passed, failed and
 skipped, counted from each suite's own summary (meson's test logs of both
 builds, the guest boots, fuzzing, static analysis, valgrind). A suite that

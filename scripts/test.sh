@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite: unit tests (cmocka) and command-line tests, once in
 # the release build and once under AddressSanitizer + UndefinedBehaviorSanitizer;
 # a short fuzzing run of every parser; cppcheck and clang-tidy; the unit tests

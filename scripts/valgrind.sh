@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The non-guest test suites under valgrind's memcheck (any error or definite
 # leak fails): the cmocka unit tests (part of scripts/test.sh); with --full
 # also the command-line and reproduction tests with tierbal itself run under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Build-time helper: turns data/{machines,workloads}/NAME.ini into a C table
  * so the binary carries its shipped machines and workloads.
  * usage: embed OUT.c KIND/FILE.ini... */

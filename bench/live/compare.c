@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest (tier layout), from bench/kernel-compare: one run of the
  * side-by-side comparison. The workload is guest_hotcold: node 0 full of cold
  * pages, a 64 MiB hot set written without pause on node 1, and after SHIFT_S

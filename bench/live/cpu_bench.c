@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest: the CPU time `tierbal run` spends on one target, per
  * managed GiB and per sampling round, for one sampler.
  * usage: guest_cpu_bench SAMPLER SECONDS COLD_MB HOT_MB

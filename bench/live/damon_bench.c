@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs on the build machine: does tierbal's DAMON sampler find a known hot
  * region? A child maps 256 MiB, writes all of it once, then keeps touching
  * only a 32 MiB stretch in the middle. After a warm-up, every round's pages

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs inside the guest (busybox sh), from bench/live-bench: the live benches.
 # usage: guest.sh SECONDS
 secs=${1:-30}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest: tierbal's mover (move_pages(2) in batches) against
  * numactl's migratepages (migrate_pages(2)) moving the same 256 MiB of a
  * quiet process between node 0 and node 1, both directions, several rounds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The workload of bench/exec-overhead: a fixed amount of writing over a
  * region, every page each pass, timed from the first pass to the last.
  * usage: exec_overhead_work MIB PASSES    prints "seconds S checksum C" */

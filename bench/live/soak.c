@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The soak bench's workload (bench/soak), run in the guest under tierbal run
  * or tierbal exec. Node 0 is filled with cold pages (LEAVE_MB left free),
  * SETS hot sets of HOT_MB start on node 1 and take turns being written, PHASE_S

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs inside the guest (busybox sh), from bench/soak: the workload under
 # tierbal run, then under tierbal exec, SECONDS each. Every 10 s the daemon's
 # RSS, open fds and mappings, and its counters; soak_work prints its own checks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The sampler selector: the one asked for, or on "auto" the best this kernel
  * offers (DAMON, then soft-dirty). */
 #include "access/access.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Access samplers of the live daemon: what tells it that a page was used.
  * Each one turns its kernel interface into the same per-page answer, so the
  * engine sees one kind of event whatever the sampler. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The DAMON sampler: one kdamond per process, virtual-address monitoring,
  * and a "stat" scheme whose tried regions (kernel 6.2 and later) give each
  * region's access count over the last aggregation interval. */

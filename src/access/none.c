@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The sampler that sees nothing (see access.h). */
 #include "access/access.h"
 

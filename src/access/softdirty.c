@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The soft-dirty sampler: pagemap bit 55 says "written since clear_refs".
  *
  * One quirk is handled here: the kernel marks a whole mapping soft-dirty

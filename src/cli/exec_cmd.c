@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec: start a program under tierbal, with hint faults from user space. */
 #include <errno.h>
 #include <getopt.h>

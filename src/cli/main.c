@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal: a tiered-memory balancer. This file only dispatches subcommands. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the commands say about options they refuse, and their numbers. */
 #include <errno.h>
 #include <getopt.h>

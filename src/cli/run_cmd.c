@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal run: the live daemon's command line. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal sim: parse the command line, run each policy (and the oracle) on
  * its own thread, print the comparison. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal stat: a running daemon's counters, as text, JSON or Prometheus. */
 #include <ctype.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal topology: what tierbal sees of this machine's nodes and tiers. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The control socket: a running daemon answers "stat" with its counters.
  * A unix socket with mode 0600, owned by root, and every peer's uid checked:
  * only root may read (and, later, steer) the daemon. */

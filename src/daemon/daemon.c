@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "daemon/daemon.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The daemon's life cycle, shared by tierbal run and tierbal exec: the
  * configuration, the sampler, the live context, the event loop with its
  * rounds, signals and control socket. What differs between the two commands

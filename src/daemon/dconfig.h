@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The daemon's configuration: an INI file, command-line overrides on top. */
 #ifndef TB_DCONFIG_H
 #define TB_DCONFIG_H

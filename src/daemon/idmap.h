@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Page ids of the live daemon: the engine numbers pages 0..N-1, real pages
  * are (process, address). Ids are handed out in chunks that each cover one
  * 2 MiB-aligned stretch of one process's address space. */

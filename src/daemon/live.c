@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live context's life: the engine built over the machine's nodes, the
  * kernel's settings it starts from, and the Linux calls it makes. */
 #include "daemon/live_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The engine on a real machine: the Linux platform (clock, move_pages,
  * accessed bits from the sampler), the managed processes, and one sampling
  * round that turns what the sampler saw into engine events. */

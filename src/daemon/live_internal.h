@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the live context's files share: its state and the helpers one file
  * gives the others. Not for use outside src/daemon/live*.c. */
 #ifndef TB_LIVE_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The engine's platform and sampler ops on Linux: the clock, the young bits
  * the sampler set, move_pages by runs of one process (or a dry run's notes),
  * and arming pages through userfaultfd. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live context's counters and the text of its report. */
 #include "daemon/live_internal.h"
 

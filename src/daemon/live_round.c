@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One sampling round: what the sampler saw in each target's pagemap becomes
  * pages placed, young bits and hint faults for the engine. */
 #include "daemon/live_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The managed processes: added, followed through their memory maps (a chunk
  * of page ids per 2 MiB stretch in use), dropped when they exit or leave the cgroup. */
 #include "daemon/live_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec's hint faults: a process hands over its userfaultfd, and the
  * faults it reports are fed to the engine at the time they happened. */
 #include "daemon/live_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The daemon's event loop: descriptors with their handlers, timers that say
  * when they want to run next, and hooks run at the top of every turn. One
  * thread; handlers run to completion; nothing here knows what the events mean. */

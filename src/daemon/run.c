@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal run: the daemon over processes given by pid or cgroup, seen by
  * a sampler. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A managed process: who it is (pid + start time, so a reused pid is not
  * mistaken for it), whether tierbal may touch it, and the 2 MiB stretches
  * of its address space that hold memory tierbal manages. */

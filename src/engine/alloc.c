@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* First-touch allocation, modeled on get_page_from_freelist() with
  * node_reclaim_mode = 0: a node below its low watermark is skipped, not
  * reclaimed, which is how anon pages end up trapped on the slow tier. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Engine life cycle, background tick, introspection and invariant checks. */
 #include "engine/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The tierbal policy engine: hint-fault scanner, promotion policies,
  * watermarks, LRU aging and demotion, counters.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Engine internals shared by its modules; not part of the public API. */
 #ifndef TB_ENGINE_INTERNAL_H
 #define TB_ENGINE_INTERNAL_H

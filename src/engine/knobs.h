@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Tunables of the policy engine. Names and defaults follow the kernel's
  * sysctls where one exists, so kernel people can read a run's settings. */
 #ifndef TB_KNOBS_H

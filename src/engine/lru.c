@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Per-node LRU lists: doubly linked through the page metadata array. */
 #include "engine/internal.h"
 

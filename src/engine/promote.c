@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hint faults and the promotion policies (always, hot-threshold, active-lru),
  * and promotions refused for room that wait for it (promote_retry_ms). */
 #include "engine/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Migration bookkeeping, LRU aging and demotion (kswapd and direct). */
 #include "engine/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The NUMA hint-fault scanner: task_numa_work() per address space. */
 #include "engine/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Watermarks per node and kswapd's target, in the three promo modes. */
 #include "engine/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec: starting a program with libtierbal-rt.so injected, and
  * taking the userfaultfds its processes hand over. */
 #ifndef TB_EXEC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Read faults for tierbal exec: parked windows.
  *
  * A write-protected page can still be read, so userfaultfd write protection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What libtierbal-rt.so and `tierbal exec` say to each other on
  * SOCK_SEQPACKET unix sockets. The runtime's pid comes from the socket
  * (SO_PEERCRED).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec's session: the daemon's hooks for a program it starts. The
  * program starts before tierbal blocks a signal or starts a thread; its
  * processes hand over their userfaultfds on the runtime's socket; tierbal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec's session: the daemon's mode for a program tierbal starts
  * itself, with the runtime preloaded, and hint faults from its userfaultfds. */
 #ifndef TB_SESSION_H

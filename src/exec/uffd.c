@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The set of userfaultfds tierbal exec watches: processes attached and
  * dropped, their mappings registered, the fault queue drained by the daemon. */
 #include "exec/uffd_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Hint faults in user space, for the processes of `tierbal exec`: the pages
  * the engine's scanner arms are parked (park.h: the next read or write
  * faults) where the kernel can move pages (6.8 and later) and the runtime

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* userfaultfd definitions newer than the headers Debian bookworm builds with
  * (linux-libc-dev 6.1): UFFDIO_MOVE came in Linux 6.8. The values are the
  * kernel's ABI; a kernel without them refuses the feature at UFFDIO_API. */

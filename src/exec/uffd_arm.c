@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Arming pages for hint faults: parked away where the process allows it,
  * write-protected otherwise; parked windows that expire come back. */
 #include "exec/uffd_internal.h"

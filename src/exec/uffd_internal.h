@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the userfaultfd set's files share: its state, and the helpers one
  * file gives the others. Not for use outside src/exec/uffd*.c. */
 #ifndef TB_UFFD_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The runtime's mover: a thread in the program that moves its pages for
  * parking (UFFDIO_MOVE works only from inside the process), driven over a socket. */
 #include "exec/uffd_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The fault thread: resolves the faults of armed pages (write protection
  * lifted, parked pages put back, first touches filled) and queues them as hint faults. */
 #define _GNU_SOURCE /* accept4, struct ucred */

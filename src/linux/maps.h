@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A process's memory areas, from /proc/PID/maps. */
 #ifndef TB_MAPS_H
 #define TB_MAPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Moves pages of a process between NUMA nodes with move_pages(2), in
  * batches, and turns the kernel's per-page status into counters. */
 #ifndef TB_MOVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /proc/PID/pagemap: one 64-bit entry per virtual page, saying whether the
  * page is present, swapped, soft-dirty or write-protected by a userfaultfd
  * (Documentation/admin-guide/mm/pagemap.rst). */

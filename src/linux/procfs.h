@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Opening and reading a process's files under /proc, and cgroup v2 members. */
 #ifndef TB_PROCFS_H
 #define TB_PROCFS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The soft-dirty sampler: clear_refs "4" clears the soft-dirty bit of every
  * page of a process; pagemap bit 55 then tells which pages were written
  * since. It sees writes only, but works on any kernel built with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The machine's NUMA nodes and memory tiers, read from libnuma and sysfs. */
 #ifndef TB_TOPOLOGY_H
 #define TB_TOPOLOGY_H

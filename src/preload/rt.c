@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libtierbal-rt.so: the runtime `tierbal exec` injects with LD_PRELOAD.
  *
  * Its job is to hand a userfaultfd of this process's memory to the tierbal

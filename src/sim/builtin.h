@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Machines and workloads shipped inside the binary (from data/). */
 #ifndef TB_BUILTIN_H
 #define TB_BUILTIN_H

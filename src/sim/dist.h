@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Access distributions: Gaussian by table lookup, zipf by rejection-inversion. */
 #ifndef TB_DIST_H
 #define TB_DIST_H

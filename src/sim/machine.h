@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The modeled machine: nodes in tiers with capacity, latency and bandwidth,
  * and the costs of hint faults and page migration. */
 #ifndef TB_MACHINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The oracle: the best static placement for the current access
  * distribution, the upper bound every policy is measured against. */
 #ifndef TB_ORACLE_H

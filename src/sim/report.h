@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Output of a set of simulations: summary table, CSV time series, JSON. */
 #ifndef TB_REPORT_H
 #define TB_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulator: an access stream drawn from the workload runs against a
  * modeled page table; the engine sees it only through hint faults, accessed
  * bits and page-cache accesses, exactly what a kernel would give it. */

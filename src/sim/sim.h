@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One simulation: a machine, a workload, a policy (or the oracle), a seed. */
 #ifndef TB_SIM_H
 #define TB_SIM_H

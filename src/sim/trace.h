@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Access-trace replay. Format (docs/trace-format.md):
  *   tierbal-trace 1
  *   R 0x7f0012345000

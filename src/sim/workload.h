@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Workloads: processes with anon and page-cache regions, an access
  * distribution each, read/write mix, and phases that move the hot set. */
 #ifndef TB_WORKLOAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Large zeroed tables straight from mmap. tb_big_alloc: on transparent huge
  * pages where the kernel allows it (the simulator's tables are read at
  * random, and 4 KiB pages would make most reads TLB misses). tb_big_alloc_sparse:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* INI parsing on top of inih, with file:line:field error messages. */
 #ifndef TB_CFG_H
 #define TB_CFG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one clock of tierbal's own code: CLOCK_MONOTONIC, which no change of
  * the wall clock moves. (The engine never reads a clock: its platform hands
  * it the time.) */

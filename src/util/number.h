@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The one reader of numbers that people type (command line, configuration,
  * knobs): all of the text, decimal, bounded. Callers word the message. Header
  * only, so that the engine, which links nothing, shares it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Output files that appear whole or not at all: written to a temporary file
  * beside the target and renamed over it at the end. A failure, a full disk,
  * SIGINT, SIGTERM or SIGHUP leaves the old file as it was and no partial

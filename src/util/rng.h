@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Small, fast, seedable PRNG (wyrand step, splitmix64 seeding). Same seed,
  * same stream on every machine: the simulator's determinism rests on it. */
 #ifndef TB_RNG_H

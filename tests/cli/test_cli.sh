@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Command-line behaviour of 'tierbal sim': exit codes, messages, formats,
 # determinism. usage: test_cli.sh TIERBAL DATA_DIR
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/reproduce --quick end to end: every scenario section, table and plot is produced.
 # usage: test_reproduce.sh TIERBAL SOURCE_DIR
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* mmap, mremap, madvise and munmap in a loop while writing: the number of
  * mappings must stay bounded (tierbal registers whole mappings, it never
  * splits one), and every page must keep what was written. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A program that really crashes: it must die of SIGSEGV under tierbal exec too. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fork, exec and exit statuses: children inherit a working runtime (fork)
  * or get a fresh one (exec); both must behave as without tierbal. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A multithreaded program that forks while its other threads write: each
  * word a writer stores says which generation wrote it and checks itself, so
  * the child of each fork can tell that every word it sees is one the parent

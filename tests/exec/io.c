@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The kernel writing into the program's memory (read, pread, recv into
  * buffers tierbal has write-protected) and a timer signal arriving all the
  * time: every call must return what it would without tierbal, not EFAULT. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A program that only reads its memory once it is written: under tierbal
  * exec its hint faults are reads (where the kernel lets tierbal park pages),
  * and its data must come back intact from every trip. */

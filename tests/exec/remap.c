@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Mappings that come and go at the same addresses, as an interpreter's
  * frame stacks do: each thread maps 16 KiB, fills it, reads it back a few
  * times, and unmaps it, over and over; a second mapping at an address

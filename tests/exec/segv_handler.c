@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A program with its own SIGSEGV handler: it protects a page, touches it,
  * and its handler lifts the protection. Under tierbal exec the handler must
  * see exactly its own faults, and the program's data must stay right. */

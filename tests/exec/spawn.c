@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* posix_spawn and vfork: children that share the parent's memory until
  * they exec, and read it meanwhile (a vfork child sums a buffer the parent
  * keeps writing between spawns). Output and exit status must be the same

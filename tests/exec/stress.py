@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Real programs under `tierbal exec` at settings that make races likely.
 
 Each case of the corpus (Python process and thread pools, subprocess chains,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tierbal exec must be invisible: each program gives the same output and exit
 # status with and without it, while tierbal really write-protects its pages
 # and resolves the faults (the counters say how many).

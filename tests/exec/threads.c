@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* 8 threads, each writing its own 8 MiB over and over: the results must not
  * depend on tierbal exec write-protecting and releasing their pages. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest: tierbal run against real processes (guest_hotcold).
  * 2 promotion with demotion (and a control without tierbal), 3 integrity,
  * 4 errors and signals, 5 --dry-run; each check prints ok/FAIL. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The managed program of the live tests. It fills node 0 with cold pages
  * (leaving LEAVE_MB free there), puts HOT_MB of hot pages on node 1 and keeps
  * writing them. Every page carries a checksum; on SIGUSR1 it stops, checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest: moves this process's pages between node 0 and node 1
  * with tb_mover and checks placement (move_pages with nodes = NULL), the
  * counters, and that every byte survives the moves. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest, whose Debian kernel tracks soft-dirty pages: the
  * sampler sees exactly the pages written since its last clear, also when a
  * mapping grows and the kernel marks all of it soft-dirty. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs inside the guest (busybox sh): the live tests. usage: suite.sh LAYOUT [damon]
 # With "damon" (on a kernel that has DAMON's sysfs interface): the topology
 # tests, tierbal run with the DAMON sampler, and tierbal exec.

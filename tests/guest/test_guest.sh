@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The live tests: builds a static tierbal and runs tests/guest/suite.sh in a
 # two-node QEMU guest, once per layout on Debian's 6.1, and once more on 6.12
 # for the DAMON sampler. usage: tests/guest/test_guest.sh

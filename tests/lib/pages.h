@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Pages that tell when they were damaged: the guest programs and benches
  * write each page with this pattern and check it after tierbal has moved,
  * parked or protected them. Word 0 holds the page's generation (how often it

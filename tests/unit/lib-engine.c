@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The engine's tests' fake platform and fixture (lib-engine.h). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The engine's tests' fake platform: a clock, accessed bits and migrations
  * that the test sets by hand, on a fast and a slow node; and the fixture
  * that makes one engine per test and checks its invariants at the end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live path's tests' fake kernel and fixture (lib-live.h). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live path's tests' fake kernel: a real child process with a region of
  * PAGES pages, a made-up two-node machine whose placement the fake keeps
  * (move_pages and node sizes through tb_live_mem_ops), samplers that see the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs a group of cmocka tests, leaving out those TB_TEST_SKIP names (a
  * pattern: scripts/valgrind.sh leaves out what valgrind cannot run). */
 #ifndef TB_LIB_RUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulator's tests' smallest machine: a fast node of 64 MiB with CPUs,
  * a slow one of 192 MiB without. */
 #ifndef TB_LIB_SIM_H

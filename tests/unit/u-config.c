@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal run's configuration file: what a good one sets, and a table of bad
  * ones with the message each gets (a rejected file changes nothing). */
 #include <errno.h>

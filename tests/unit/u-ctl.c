@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The control socket: requests and answers, and its refusals. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The DAMON sampler's sysfs protocol, against a fake sysfs tree. */
 #include <errno.h>
 #include <setjmp.h>

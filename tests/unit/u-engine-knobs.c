@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The knobs' and policies' names and ranges, and the invariant check
  * itself (it must catch a corrupted engine). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Promotion: retries, the hot threshold under the rate limit, active-LRU
  * promotion, ping-pong, the adaptive threshold, failed and batched migrations. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reclaim: the watermarks (v13, v10, boost), kswapd's wake-ups and its demotion,
  * direct demotion, TPP's demotion watermark, memory of other programs, second chance. */
 #include <errno.h>

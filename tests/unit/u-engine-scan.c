@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The scanner: which pages it arms, how far one pass goes, its lazy page
  * table, its period and how the adaptive policy slows it. */
 #include <errno.h>

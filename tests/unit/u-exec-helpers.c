@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tierbal exec's helpers: the runtime's socket and who descends from whom. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The parts of linux/ that need no NUMA machine (the rest runs in the guest). */
 #include <errno.h>
 #include <setjmp.h>

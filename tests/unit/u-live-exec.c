@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live path of tierbal exec against a fake kernel, with the real runtime
  * loaded into the target: filling the fast node through the fault path, and
  * parking only what the runtime registered. */

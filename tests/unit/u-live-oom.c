@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live path when memory runs out: every allocation of tierbal's side
  * fails in turn (malloc, calloc and realloc are wrapped at link time), and
  * the target never notices. */

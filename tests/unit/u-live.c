@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live path against a fake kernel, one kind of failure each: pages busy
  * at their first move, a fast node fuller than it says, failing calls, a target
  * that exits or whose pid is reused, samples the sampler takes back, hot pages

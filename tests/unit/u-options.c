@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The command line's option parsers: a table of bad command lines, each with
  * the message it must get on standard error, and the bounds of the numbers. */
 #include <errno.h>

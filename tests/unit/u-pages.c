@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The test programs' page pattern (tests/lib/pages.h): it must see any
  * changed word, a page of another generation and a page swapped with another. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Parking: moving a program's cold memory aside and back, in this process,
  * and what happens when the program has gone. */
 #include <errno.h>

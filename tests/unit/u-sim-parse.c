@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The simulator's readers: machine and workload files and traces, with a
  * table of bad ones and the message each gets; the shipped files all parse. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Simulated runs: the access distributions, determinism, the engine's
  * invariants at every interval, the oracle, run errors and the reports. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Targets: /proc/PID/stat, which processes may be managed, the privileges
  * asked for, a cgroup's processes, the id map and memory stretches. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The userfaultfd set of tierbal exec, in this process. */
 #include <errno.h>
 #include <setjmp.h>
