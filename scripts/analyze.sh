@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Static analysis: cppcheck, and clang-tidy with the committed .clang-tidy, over
-# the sources, tests and fuzz targets. Any finding fails. Needs build/ (and
+# the sources, tests and fuzz targets; clang-format with the committed
+# .clang-format over every C file. Any finding fails. Needs build/ (and
 # build-fuzz/ for the fuzz targets' compile commands): scripts/test.sh makes both.
 # usage: scripts/analyze.sh
 set -euo pipefail
@@ -32,6 +33,18 @@ if [ -z "$found" ]; then
 else
 	echo "$found"
 	echo "FAIL clang-tidy: $(echo "$found" | wc -l) findings"
+	rc=1
+fi
+echo "--- clang-format $(clang-format --version | grep -o 'version [0-9.]*')"
+# the tree as the committed .clang-format lays it out ('git ls-files' so that build trees are left out)
+unformatted=$(git ls-files '*.c' '*.h' | while read -r f; do
+	if clang-format --dry-run "$f" 2>&1 | grep -q .; then echo "$f"; fi
+done)
+if [ -z "$unformatted" ]; then
+	echo "ok   clang-format: every C file as .clang-format lays it out"
+else
+	echo "$unformatted" | sed 's/^/  /'
+	echo "FAIL clang-format: $(echo "$unformatted" | wc -l) files differ (clang-format -i FILE)"
 	rc=1
 fi
 exit $rc

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc libc6-dev meson ninja-build pkg-config libinih-dev libcmocka-dev libnuma-dev libcap-dev python3 gnuplot-nox
-	  xz-utils sqlite3 make git perl gzip clang libclang-rt-14-dev clang-tidy cppcheck valgrind)
+	  xz-utils sqlite3 make git perl gzip clang libclang-rt-14-dev clang-tidy clang-format cppcheck valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite: unit tests (cmocka) and command-line tests, once in
 # the release build and once under AddressSanitizer + UndefinedBehaviorSanitizer;
-# a short fuzzing run of every parser; cppcheck and clang-tidy; the unit tests
+# a short fuzzing run of every parser; cppcheck, clang-tidy and clang-format; the unit tests
 # under valgrind; the live tests in the two-node QEMU guest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ echo "=== fuzzing: every parser, libFuzzer + ASan + UBSan (scripts/fuzz.sh) ==="
 # 30 s a target here keeps CI short; scripts/fuzz.sh 600 is a real campaign
 FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh 2>&1 | tee build/fuzz.log || rc=1
 
-echo "=== static analysis: cppcheck, clang-tidy (scripts/analyze.sh) ==="
+echo "=== static analysis: cppcheck, clang-tidy, clang-format (scripts/analyze.sh) ==="
 bash scripts/analyze.sh 2>&1 | tee build/analyze.log || rc=1
 
 echo "=== unit tests under valgrind (scripts/valgrind.sh) ==="

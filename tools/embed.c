@@ -31,8 +31,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "embed: cannot read %s\n", path);
 			return 1;
 		}
-		fprintf(out, "\t{\"%.*s\", \"%.*s\",\n\t \"", (int)(kind_end - kind), kind,
-			(int)(strcspn(base, ".")), base);
+		fprintf(out, "\t{\"%.*s\", \"%.*s\",\n\t \"", (int)(kind_end - kind), kind, (int)(strcspn(base, ".")),
+			base);
 		int ch;
 		while ((ch = fgetc(in)) != EOF) {
 			if (ch == '\n')

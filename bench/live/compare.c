@@ -47,9 +47,8 @@ static const char *const vm_names[] = {"pgpromote_success", "pgpromote_candidate
 				       "pgdemote_direct",   "numa_hint_faults",    "numa_hint_faults_local",
 				       "pgmigrate_success", "pgmigrate_fail",      "numa_pages_migrated"};
 #define NR_VM (sizeof(vm_names) / sizeof(vm_names[0]))
-static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd", "numa_hint_faults", "uffd_faults",
-				       "uffd_faults_read",
-				       "node0_wmark_high", "node0_wmark_demote"};
+static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd",  "numa_hint_faults",  "uffd_faults",
+				       "uffd_faults_read",  "node0_wmark_high", "node0_wmark_demote"};
 #define NR_TB (sizeof(tb_names) / sizeof(tb_names[0]))
 
 static double now_s(void)
@@ -164,8 +163,7 @@ int main(int argc, char **argv)
 	const char *mode = argv[1];
 	int secs = atoi(argv[2]), shift = atoi(argv[3]);
 	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec") || !strcmp(mode, "exec-rw"),
-	     damon = !strcmp(mode, "damon"),
-	     run = damon || !strcmp(mode, "run");
+	     damon = !strcmp(mode, "damon"), run = damon || !strcmp(mode, "run");
 	if (!kernel && !exec && !run && strcmp(mode, "none")) {
 		fprintf(stderr, "guest_compare: unknown mode '%s'\n", mode);
 		return 2;
@@ -185,8 +183,8 @@ int main(int argc, char **argv)
 	snprintf(shift_s, sizeof(shift_s), "%d", shift);
 	/* 100 MiB left free: tierbal exec starts while the program fills node 0 and needs some */
 	char *direct[] = {"guest_hotcold", "100", "64", shift_s, NULL};
-	char *under[] = {"tierbal", "exec", "--socket", SOCK, "--log", "/tmp/compare-exec.log", "--",
-			 "guest_hotcold_dyn", "100", "64", shift_s, NULL};
+	char *under[] = {"tierbal",           "exec", "--socket", SOCK,    "--log", "/tmp/compare-exec.log", "--",
+			 "guest_hotcold_dyn", "100",  "64",       shift_s, NULL};
 	pid_t runner = spawn(exec ? under : direct, fds[1], "/tmp/compare-target.log");
 	close(fds[1]);
 	FILE *out = fdopen(fds[0], "r");
@@ -195,8 +193,8 @@ int main(int argc, char **argv)
 	unsigned long cold, hot, hot2, passes_at = 0;
 	size_t ncold, nhot, nhot2;
 	if (!out || !fgets(line, sizeof(line), out) ||
-	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu", &pid, &cold, &ncold, &hot, &nhot, &hot2, &nhot2) !=
-		    7) {
+	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu", &pid, &cold, &ncold, &hot, &nhot, &hot2,
+		   &nhot2) != 7) {
 		fprintf(stderr, "guest_compare: the workload did not start (see /tmp/compare-target.log)\n");
 		return 1;
 	}
@@ -209,7 +207,8 @@ int main(int argc, char **argv)
 	if (run) {
 		char p[16];
 		snprintf(p, sizeof(p), "%d", pid);
-		char *d[] = {"tierbal", "run", "--pid", p, "--socket", SOCK, "--sampler", damon ? "damon" : "auto", NULL};
+		char *d[] = {"tierbal", "run", "--pid", p, "--socket", SOCK, "--sampler", damon ? "damon" : "auto",
+			     NULL};
 		daemon = spawn(d, -1, "/tmp/compare-run.log");
 	}
 	/* every page of the workload, and where it was a second ago */
@@ -331,9 +330,8 @@ int main(int argc, char **argv)
 	       "share_phase2=%.4f early_phase2=%.4f hot_pages=%zu moves=%lld pingpong=%lld moves_phase2=%lld pingpong_phase2=%lld "
 	       "steady_s=%d rate_phase1=%.1f rate_phase2=%.1f kernel_node0_high=%lld kernel_node0_promo=%lld",
 	       mode, secs, shift, t90a, share_a, t90b, share_b, early_b, nhot, moves, pingpong, moves - moves_a,
-	       pingpong - pingpong_a, steady,
-	       rate(passes, at, samples, shift - 1 - steady, shift - 1), rate(passes, at, samples, secs - steady, secs),
-	       khigh, kpromo);
+	       pingpong - pingpong_a, steady, rate(passes, at, samples, shift - 1 - steady, shift - 1),
+	       rate(passes, at, samples, secs - steady, secs), khigh, kpromo);
 	for (size_t i = 0; i < NR_VM; i++)
 		printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
 	for (size_t i = 0; i < NR_TB; i++)

@@ -61,8 +61,8 @@ int main(int argc, char **argv)
 		int fd = open(LOG, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execlp("tierbal", "tierbal", "run", "--pid", pid_s, "--sampler", sampler, "--duration", secs, "--socket",
-		       "/tmp/cpu_bench.sock", (char *)NULL);
+		execlp("tierbal", "tierbal", "run", "--pid", pid_s, "--sampler", sampler, "--duration", secs,
+		       "--socket", "/tmp/cpu_bench.sock", (char *)NULL);
 		_exit(127);
 	}
 	int st = 0;

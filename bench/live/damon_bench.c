@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "damon_bench: reading DAMON's regions failed\n");
 		return 1;
 	}
-	printf("RESULT damon rounds=%d area_mib=256 hot_mib=32 precision=%.3f recall=%.3f\n", measured,
-	       psum / measured, rsum / measured);
+	printf("RESULT damon rounds=%d area_mib=256 hot_mib=32 precision=%.3f recall=%.3f\n", measured, psum / measured,
+	       rsum / measured);
 	return 0;
 }

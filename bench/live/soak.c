@@ -126,8 +126,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "soak_work: cannot place the cold pages on node 0\n");
 		return 2;
 	}
-	printf("ready label=%s pid=%d cold_pages=%zu hot_pages=%zu sets=%ld\n", label, (int)getpid(), cold.pages,
-	       nhot, sets);
+	printf("ready label=%s pid=%d cold_pages=%zu hot_pages=%zu sets=%ld\n", label, (int)getpid(), cold.pages, nhot,
+	       sets);
 	fflush(stdout);
 	double t0 = now_s(), next_check = t0 + 10, next_churn = t0 + 1;
 	size_t total_bad = 0, churn_bad = 0;
@@ -156,8 +156,8 @@ int main(int argc, char **argv)
 				bad += verify(&churn);
 			churn_bad = 0;
 			total_bad += bad;
-			printf("SOAK label=%s t=%.0f pages=%zu mismatches=%zu hot_share=%.3f maps=%d phase=%ld\n", label,
-			       t - t0, pages, bad, share_on_node0(h), nr_maps(), phase);
+			printf("SOAK label=%s t=%.0f pages=%zu mismatches=%zu hot_share=%.3f maps=%d phase=%ld\n",
+			       label, t - t0, pages, bad, share_on_node0(h), nr_maps(), phase);
 			fflush(stdout);
 			next_check += 10;
 			if (t - t0 >= secs)

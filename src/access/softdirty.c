@@ -121,8 +121,9 @@ int tb_access_softdirty_open(struct tb_access *a, char *why, size_t len)
 {
 	int rc = tb_sd_probe();
 	if (rc == -ENOTSUP) {
-		snprintf(why, len, "soft-dirty: this kernel accepts clear_refs but never sets the soft-dirty "
-				   "bit (CONFIG_MEM_SOFT_DIRTY off or unsupported here)");
+		snprintf(why, len,
+			 "soft-dirty: this kernel accepts clear_refs but never sets the soft-dirty "
+			 "bit (CONFIG_MEM_SOFT_DIRTY off or unsupported here)");
 		return rc;
 	}
 	if (rc) {

@@ -48,7 +48,7 @@ int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o);
 int tb_sim_parse_policies(const char *list, uint32_t *flags, size_t *n);
 /* "KNOB=V1,V2,...": one knob set per value, each checked against the knob's range */
 int tb_sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
-		    struct tb_knobs *knobs, size_t *n);
+		       struct tb_knobs *knobs, size_t *n);
 int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o);
 struct tb_exec_opts;
 int tb_exec_parse_options(int argc, char **argv, struct tb_exec_opts *o);

@@ -37,12 +37,12 @@ static void run_usage(FILE *f)
 int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 {
 	static const struct option longopts[] = {
-		{"pid", required_argument, NULL, 'p'},      {"cgroup", required_argument, NULL, 'g'},
-		{"config", required_argument, NULL, 'c'},   {"sampler", required_argument, NULL, 's'},
-		{"policy", required_argument, NULL, 'P'},   {"set", required_argument, NULL, 'S'},
-		{"socket", required_argument, NULL, 'k'},   {"dry-run", no_argument, NULL, 'n'},
-		{"once", no_argument, NULL, '1'},           {"duration", required_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+		{"pid", required_argument, NULL, 'p'},    {"cgroup", required_argument, NULL, 'g'},
+		{"config", required_argument, NULL, 'c'}, {"sampler", required_argument, NULL, 's'},
+		{"policy", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 'S'},
+		{"socket", required_argument, NULL, 'k'}, {"dry-run", no_argument, NULL, 'n'},
+		{"once", no_argument, NULL, '1'},         {"duration", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	*o = (struct tb_run_opts){0};
 	int ch;
@@ -61,18 +61,10 @@ int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			o->pids[o->nr_pids++] = (pid_t)v;
 			break;
 		}
-		case 'g':
-			o->cgroup = optarg;
-			break;
-		case 'c':
-			o->config = optarg;
-			break;
-		case 's':
-			o->sampler = optarg;
-			break;
-		case 'P':
-			o->policy = optarg;
-			break;
+		case 'g': o->cgroup = optarg; break;
+		case 'c': o->config = optarg; break;
+		case 's': o->sampler = optarg; break;
+		case 'P': o->policy = optarg; break;
 		case 'S':
 			if (o->nr_sets == TB_RUN_MAX_SETS) {
 				fprintf(stderr, "tierbal run: more than %d --set\n", TB_RUN_MAX_SETS);
@@ -87,22 +79,14 @@ int tb_run_parse_options(int argc, char **argv, struct tb_run_opts *o)
 			}
 			o->socket = optarg;
 			break;
-		case 'n':
-			o->dry_run = true;
-			break;
-		case '1':
-			o->once = true;
-			break;
+		case 'n': o->dry_run = true; break;
+		case '1': o->once = true; break;
 		case 'd':
 			if (tb_cli_real("run", "--duration", optarg, 0.001, 1e7, &o->duration_s))
 				return -EINVAL;
 			break;
-		case 'h':
-			run_usage(stdout);
-			return 1;
-		default:
-			tb_cli_bad_option("run", ch, argv);
-			return -EINVAL;
+		case 'h': run_usage(stdout); return 1;
+		default: tb_cli_bad_option("run", ch, argv); return -EINVAL;
 		}
 	}
 	if (optind < argc) {

@@ -76,7 +76,8 @@ static void list_all(void)
 					snprintf(desc, sizeof(desc), "%s", m.description);
 			} else {
 				struct tb_workload w;
-				if (!tb_workload_parse(&w, tb_builtins[i].name, tb_builtins[i].text, err, sizeof(err))) {
+				if (!tb_workload_parse(&w, tb_builtins[i].name, tb_builtins[i].text, err,
+						       sizeof(err))) {
 					snprintf(desc, sizeof(desc), "%s", w.description);
 					tb_workload_free(&w);
 				}
@@ -162,18 +163,32 @@ static void watch(struct pool *p, bool quiet)
 int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 {
 	static const struct option longopts[] = {
-		{"machine", required_argument, NULL, 'm'}, {"workload", required_argument, NULL, 'w'},
-		{"policy", required_argument, NULL, 'p'},  {"duration", required_argument, NULL, 'd'},
-		{"seed", required_argument, NULL, 's'},    {"format", required_argument, NULL, 'f'},
-		{"out", required_argument, NULL, 'o'},     {"set", required_argument, NULL, 'k'},
-		{"interval", required_argument, NULL, 'i'}, {"no-oracle", no_argument, NULL, 'N'},
-		{"check", no_argument, NULL, 'c'},         {"jobs", required_argument, NULL, 'j'},
-		{"quiet", no_argument, NULL, 'q'},         {"list", no_argument, NULL, 'l'},
+		{"machine", required_argument, NULL, 'm'},
+		{"workload", required_argument, NULL, 'w'},
+		{"policy", required_argument, NULL, 'p'},
+		{"duration", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 's'},
+		{"format", required_argument, NULL, 'f'},
+		{"out", required_argument, NULL, 'o'},
+		{"set", required_argument, NULL, 'k'},
+		{"interval", required_argument, NULL, 'i'},
+		{"no-oracle", no_argument, NULL, 'N'},
+		{"check", no_argument, NULL, 'c'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"list", no_argument, NULL, 'l'},
 		{"sweep", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	*o = (struct tb_sim_options){.machine = "small", .workload = "gauss", .policies = default_policies,
-			      .format = "table", .seed = 1, .oracle = true, .duration = -1, .interval = -1};
+	*o = (struct tb_sim_options){.machine = "small",
+				     .workload = "gauss",
+				     .policies = default_policies,
+				     .format = "table",
+				     .seed = 1,
+				     .oracle = true,
+				     .duration = -1,
+				     .interval = -1};
 	tb_knobs_default(&o->knobs);
 	opterr = 0;
 	optind = 0; /* glibc: 0 also resets its state inside an option cluster, so parsing twice is safe */
@@ -220,9 +235,7 @@ int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 				return -EINVAL;
 			}
 			break;
-		default:
-			tb_cli_bad_option("sim", c, argv);
-			return -EINVAL;
+		default: tb_cli_bad_option("sim", c, argv); return -EINVAL;
 		}
 	}
 	if (optind < argc) {
@@ -238,8 +251,8 @@ int tb_sim_parse_options(int argc, char **argv, struct tb_sim_options *o)
 
 /* "KNOB=V1,V2,...": each value checked against the knob's range now, so a
  * typo fails before any simulation runs. */
-int tb_sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen,
-		    char values[][32], struct tb_knobs *knobs, size_t *n)
+int tb_sim_parse_sweep(const char *arg, const struct tb_knobs *base, char *knob, size_t knoblen, char values[][32],
+		       struct tb_knobs *knobs, size_t *n)
 {
 	const char *eq = strchr(arg, '=');
 	if (!eq || eq == arg || (size_t)(eq - arg) >= knoblen || !eq[1]) {
@@ -284,7 +297,8 @@ int tb_sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 	*n = 0;
 	for (char *rest = buf, *tok; (tok = strsep(&rest, ","));) {
 		if (!*tok) {
-			fprintf(stderr, "tierbal sim: --policy: '%s' has an empty entry; name policies separated by single commas\n",
+			fprintf(stderr,
+				"tierbal sim: --policy: '%s' has an empty entry; name policies separated by single commas\n",
 				list);
 			return -EINVAL;
 		}
@@ -293,8 +307,9 @@ int tb_sim_parse_policies(const char *list, uint32_t *flags, size_t *n)
 			return -EINVAL;
 		}
 		if (tb_policy_parse(tok, &flags[*n])) {
-			fprintf(stderr, "tierbal sim: --policy: '%s' is not a policy (none, always, hot-threshold, "
-					"active-lru, combined, or flags joined with '+')\n",
+			fprintf(stderr,
+				"tierbal sim: --policy: '%s' is not a policy (none, always, hot-threshold, "
+				"active-lru, combined, or flags joined with '+')\n",
 				tok);
 			return -EINVAL;
 		}
@@ -399,10 +414,15 @@ static int write_report(FILE *out, struct tb_outfile *of, const struct job *jobs
 	for (size_t v = 0; v < p->nr_val; v++) {
 		for (size_t k = 0; k < p->nr_pol; k++)
 			results[v][k] = jobs[v * p->per_val + k].res;
-		reps[v] = (struct tb_report){.machine = p->m, .workload = p->w, .seed = o->seed,
-					  .duration_s = p->duration, .results = results[v], .nr_results = p->nr_pol,
-					  .oracle = o->oracle ? &jobs[v * p->per_val + p->nr_pol].res : NULL,
-					  .sweep_knob = o->sweep ? p->knob : NULL, .sweep_value = p->values[v]};
+		reps[v] = (struct tb_report){.machine = p->m,
+					     .workload = p->w,
+					     .seed = o->seed,
+					     .duration_s = p->duration,
+					     .results = results[v],
+					     .nr_results = p->nr_pol,
+					     .oracle = o->oracle ? &jobs[v * p->per_val + p->nr_pol].res : NULL,
+					     .sweep_knob = o->sweep ? p->knob : NULL,
+					     .sweep_value = p->values[v]};
 	}
 	if (o->sweep)
 		tb_report_sweep(out, reps, p->nr_val, o->format);
@@ -495,8 +515,15 @@ int tb_cmd_sim(int argc, char **argv)
 	struct tb_knobs knobs[TB_SIM_MAX_VALUES];
 	size_t nr_val = 1;
 	knobs[0] = o.knobs;
-	struct plan p = {.o = &o, .m = &m, .w = &w, .duration = duration, .flags = flags, .nr_pol = nr_pol,
-			 .per_val = nr_pol + (o.oracle ? 1 : 0), .knob = knob, .values = values};
+	struct plan p = {.o = &o,
+			 .m = &m,
+			 .w = &w,
+			 .duration = duration,
+			 .flags = flags,
+			 .nr_pol = nr_pol,
+			 .per_val = nr_pol + (o.oracle ? 1 : 0),
+			 .knob = knob,
+			 .values = values};
 	FILE *out;
 	struct tb_outfile of = {0};
 	if ((o.sweep && tb_sim_parse_sweep(o.sweep, &o.knobs, knob, sizeof(knob), values, knobs, &nr_val)) ||
@@ -516,10 +543,16 @@ int tb_cmd_sim(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nr_jobs; i++) {
 		size_t v = i / p.per_val, k = i % p.per_val;
-		jobs[i].cfg = (struct tb_sim_config){.machine = &m, .workload = &w, .knobs = knobs[v],
-						     .policy = k < nr_pol ? flags[k] : 0, .oracle = k == nr_pol,
-						     .seed = o.seed, .duration_s = duration, .interval_s = interval,
-						     .check = o.check, .progress_permille = &jobs[i].permille};
+		jobs[i].cfg = (struct tb_sim_config){.machine = &m,
+						     .workload = &w,
+						     .knobs = knobs[v],
+						     .policy = k < nr_pol ? flags[k] : 0,
+						     .oracle = k == nr_pol,
+						     .seed = o.seed,
+						     .duration_s = duration,
+						     .interval_s = interval,
+						     .check = o.check,
+						     .progress_permille = &jobs[i].permille};
 	}
 	run_jobs(jobs, nr_jobs, o.jobs, o.quiet);
 	int rc = say_outcomes(jobs, nr_jobs, &p);

@@ -39,14 +39,16 @@ static int probe_path(const char *path, const struct sockaddr_un *a, char *err, 
 		return -errno;
 	}
 	if (S_ISLNK(sb.st_mode)) {
-		snprintf(err, len, "control socket %s: a symbolic link is there; tierbal neither follows nor replaces "
-				   "links: give the socket's own path",
+		snprintf(err, len,
+			 "control socket %s: a symbolic link is there; tierbal neither follows nor replaces "
+			 "links: give the socket's own path",
 			 path);
 		return -EEXIST;
 	}
 	if (!S_ISSOCK(sb.st_mode)) {
-		snprintf(err, len, "control socket %s: a file that is not a socket is there; tierbal removes only a "
-				   "stale socket: choose another path, or remove the file yourself",
+		snprintf(err, len,
+			 "control socket %s: a file that is not a socket is there; tierbal removes only a "
+			 "stale socket: choose another path, or remove the file yourself",
 			 path);
 		return -EEXIST;
 	}
@@ -58,8 +60,9 @@ static int probe_path(const char *path, const struct sockaddr_un *a, char *err, 
 	int rc = connect(probe, (const struct sockaddr *)a, sizeof(*a)) ? errno : 0;
 	close(probe);
 	if (!rc) {
-		snprintf(err, len, "control socket %s: another tierbal daemon is running there; stop it or set a "
-				   "different socket",
+		snprintf(err, len,
+			 "control socket %s: another tierbal daemon is running there; stop it or set a "
+			 "different socket",
 			 path);
 		return -EADDRINUSE;
 	}
@@ -76,7 +79,8 @@ int tb_ctl_listen(struct tb_ctl_sock *s, const char *path, char *err, size_t len
 	struct sockaddr_un a;
 	*s = (struct tb_ctl_sock){.fd = -1};
 	if (fill_addr(&a, path)) {
-		snprintf(err, len, "control socket %s: path too long (at most %zu bytes)", path, sizeof(a.sun_path) - 1);
+		snprintf(err, len, "control socket %s: path too long (at most %zu bytes)", path,
+			 sizeof(a.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 	int rc = probe_path(path, &a, err, len);

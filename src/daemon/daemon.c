@@ -212,7 +212,8 @@ static int add_timers(struct serve_ctx *s)
 	if (d->o->duration_s > 0)
 		s->deadline_ms = start + (uint64_t)(d->o->duration_s * 1000);
 	if (d->o->once) /* one scan pass over every page, and the round that reads its faults */
-		s->deadline_ms = start + d->cfg.knobs.scan_delay_ms + d->cfg.knobs.scan_period_min_ms + 2ull * d->cfg.sample_ms;
+		s->deadline_ms =
+			start + d->cfg.knobs.scan_delay_ms + d->cfg.knobs.scan_period_min_ms + 2ull * d->cfg.sample_ms;
 	if (s->deadline_ms)
 		rc = tb_loop_timer(&d->loop, s->deadline_ms, at_deadline, s);
 	if (!rc)
@@ -225,8 +226,8 @@ static int add_timers(struct serve_ctx *s)
 }
 
 /* From blocked signals to the loop's end: the live context, its targets, the loop. */
-static int serve(struct tb_daemon *d, const struct tb_daemon_mode *m, void *mctx, struct tb_access acc,
-		 const char *why, struct tb_ctl_sock *ctl)
+static int serve(struct tb_daemon *d, const struct tb_daemon_mode *m, void *mctx, struct tb_access acc, const char *why,
+		 struct tb_ctl_sock *ctl)
 {
 	char err[1024];
 	int rc = 0;
@@ -316,8 +317,9 @@ int tb_daemon_run(const struct tb_run_opts *o, const struct tb_daemon_mode *m, v
 		size_t n;
 		int crc = tb_cgroup_pids(d.cfg.cgroup, &pids, &n);
 		if (crc) {
-			fprintf(stderr, "%s: cgroup %s: cannot read its cgroup.procs: %s (is it a cgroup v2 "
-					"directory under /sys/fs/cgroup?)\n",
+			fprintf(stderr,
+				"%s: cgroup %s: cannot read its cgroup.procs: %s (is it a cgroup v2 "
+				"directory under /sys/fs/cgroup?)\n",
 				d.me, d.cfg.cgroup, strerror(-crc));
 			return 2; /* a path that is not a cgroup: bad input */
 		}
@@ -333,7 +335,9 @@ int tb_daemon_run(const struct tb_run_opts *o, const struct tb_daemon_mode *m, v
 		int lrc = tb_ctl_listen(&ctl, d.cfg.socket, err, sizeof(err));
 		if (lrc < 0) {
 			fprintf(stderr, "%s: %s\n", d.me, err);
-			return lrc == -EEXIST || lrc == -ENAMETOOLONG ? 2 : 1; /* a path that cannot be a socket: bad input */
+			return lrc == -EEXIST || lrc == -ENAMETOOLONG
+				       ? 2
+				       : 1; /* a path that cannot be a socket: bad input */
 		}
 	}
 	if (tb_topology_read(&d.topo, "", err, sizeof(err))) {

@@ -29,7 +29,7 @@ struct tb_run_opts {
 	bool dry_run;
 	bool once;
 	unsigned sample_ms; /* 0: the configuration's */
-	double duration_s; /* 0: until stopped */
+	double duration_s;  /* 0: until stopped */
 	const char *sets[TB_RUN_MAX_SETS];
 	size_t nr_sets;
 };
@@ -49,7 +49,7 @@ struct tb_daemon {
 	struct tb_topology topo;
 	struct tb_loop loop;
 	struct tb_live *live;
-	struct tb_uffd *uffd; /* hint faults, if the mode's start made them: the live context takes them */
+	struct tb_uffd *uffd;           /* hint faults, if the mode's start made them: the live context takes them */
 	pid_t usable[TB_DCFG_MAX_PIDS]; /* the given processes that may be managed */
 	size_t nr_usable;
 };

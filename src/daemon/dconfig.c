@@ -31,7 +31,10 @@ void tb_dconfig_default(struct tb_dconfig *c)
 
 const char *tb_sampler_choice_name(enum tb_sampler_choice s)
 {
-	return s == TB_SAMPLER_DAMON ? "damon" : s == TB_SAMPLER_SOFTDIRTY ? "softdirty" : s == TB_SAMPLER_NONE ? "none" : "auto";
+	return s == TB_SAMPLER_DAMON       ? "damon"
+	       : s == TB_SAMPLER_SOFTDIRTY ? "softdirty"
+	       : s == TB_SAMPLER_NONE      ? "none"
+					   : "auto";
 }
 
 int tb_sampler_choice_parse(const char *s, enum tb_sampler_choice *out)
@@ -86,8 +89,8 @@ static bool on_daemon(struct tb_cfg *cf, struct tb_dconfig *c, const char *sec, 
 		return tb_cfg_string(cf, sec, key, val, c->socket, sizeof(c->socket));
 	}
 	return tb_cfg_error(cf, sec, key,
-			 "unknown key (known: policy, sampler, sample_ms, refresh_ms, max_managed_mb, "
-			 "demote_rate_mb, dry_run, socket)");
+			    "unknown key (known: policy, sampler, sample_ms, refresh_ms, max_managed_mb, "
+			    "demote_rate_mb, dry_run, socket)");
 }
 
 static bool on_targets(struct tb_cfg *cf, struct tb_dconfig *c, const char *sec, const char *key, const char *val)
@@ -114,7 +117,8 @@ static bool on_section(struct tb_cfg *cf, const char *sec)
 	if (tb_cfg_section_is(sec, "node", &rest)) {
 		unsigned long long n;
 		if (tb_parse_whole(rest, 0, TB_DCFG_MAX_NODES - 1, &n))
-			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest, TB_DCFG_MAX_NODES - 1);
+			return tb_cfg_error(cf, sec, NULL, "'%s' is not a node number 0..%d", rest,
+					    TB_DCFG_MAX_NODES - 1);
 		return true;
 	}
 	return tb_cfg_error(cf, sec, NULL, "unknown section (known: [daemon], [targets], [knobs], [node N])");

@@ -19,10 +19,10 @@ enum tb_sampler_choice { TB_SAMPLER_AUTO, TB_SAMPLER_DAMON, TB_SAMPLER_SOFTDIRTY
 struct tb_dconfig {
 	uint32_t policy;
 	enum tb_sampler_choice sampler;
-	uint32_t sample_ms;       /* how often accesses are read and decisions made */
-	uint32_t refresh_ms;      /* how often targets and their memory maps are re-read */
-	uint64_t max_managed_mb;  /* 0 = all memory of the machine */
-	uint64_t demote_rate_mb;  /* MiB/s kswapd-like demotion may move */
+	uint32_t sample_ms;      /* how often accesses are read and decisions made */
+	uint32_t refresh_ms;     /* how often targets and their memory maps are re-read */
+	uint64_t max_managed_mb; /* 0 = all memory of the machine */
+	uint64_t demote_rate_mb; /* MiB/s kswapd-like demotion may move */
 	bool dry_run;
 	char socket[108];
 	pid_t pids[TB_DCFG_MAX_PIDS];

@@ -15,11 +15,11 @@
 
 struct tb_idmap {
 	uint32_t nr_chunks, nr_pools, chunks_per_pool;
-	uint32_t *owner;    /* target index per chunk, TB_NO_OWNER when free */
-	uintptr_t *base;    /* first address per chunk */
-	uint32_t **free;    /* per pool: stack of free chunks */
+	uint32_t *owner; /* target index per chunk, TB_NO_OWNER when free */
+	uintptr_t *base; /* first address per chunk */
+	uint32_t **free; /* per pool: stack of free chunks */
 	uint32_t *nr_free;
-	uint32_t *extent;   /* per pool: chunks from its first up to its highest in use */
+	uint32_t *extent; /* per pool: chunks from its first up to its highest in use */
 };
 
 /* nr_pools pools (one per engine space) of chunks_per_pool chunks each. */

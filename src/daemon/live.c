@@ -138,7 +138,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 	for (unsigned i = 0; i < topo->nr_nodes; i++) {
 		int id = topo->node[i].id;
 		tier[i] = id < TB_DCFG_MAX_NODES && dc->tier_override[id] >= 0 ? (unsigned)dc->tier_override[id]
-										  : topo->node[i].tier;
+									       : topo->node[i].tier;
 		l->knode[i] = id;
 		ec.nodes[i].present_pages = topo->node[i].total_bytes >> TB_PAGE_SHIFT;
 		ec.nodes[i].floor_min = topo->node[i].wmark_min;
@@ -194,7 +194,8 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		uint32_t per = (uint32_t)cpp * TB_CHUNK_PAGES;
 		int sp = tb_engine_add_space(l->e, s * per, per, l->pool_node[s], 0);
 		if (sp < 0) {
-			snprintf(err, len, "engine: cannot add the address space of node %d", l->knode[l->pool_node[s]]);
+			snprintf(err, len, "engine: cannot add the address space of node %d",
+				 l->knode[l->pool_node[s]]);
 			rc = sp;
 		}
 	}

@@ -21,6 +21,7 @@
 #include "exec/uffd.h"
 
 /* The daemon's own counters, after the engine's. */
+/* clang-format off */
 #define TB_LIVE_COUNTERS(X)                                                                   \
 	X(move_pages_calls) X(move_busy) X(move_nomem) X(move_gone) X(move_other) X(pages_managed) \
 	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
@@ -34,6 +35,7 @@ enum tb_live_counter {
 #undef TB_LENUM
 	TB_L_NR
 };
+/* clang-format on */
 
 struct tb_live;
 

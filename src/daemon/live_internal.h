@@ -36,7 +36,7 @@ struct tb_live {
 	struct tb_idmap map;
 	struct tb_target **t; /* slots; NULL = free */
 	size_t nr_t;
-	uint8_t *ps;      /* PS_* bits per page id */
+	uint8_t *ps; /* PS_* bits per page id */
 	size_t nr_ps;
 	unsigned nr_nodes;
 	int knode[TB_MAX_NODES]; /* kernel node of each engine node */

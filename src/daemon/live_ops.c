@@ -74,8 +74,7 @@ static void move_run(struct tb_live *l, struct tb_target *t, const uint32_t *ids
 		t->dead = true;
 }
 
-static int live_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why,
-			int *status)
+static int live_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *status)
 {
 	struct tb_live *l = ctx;
 	size_t i = 0;

@@ -59,11 +59,11 @@ size_t tb_live_nr_targets(const struct tb_live *l)
 	return n;
 }
 
-#define EMIT(...)                                                                 \
-	do {                                                                      \
-		int w_ = snprintf(buf + off, off < len ? len - off : 0, __VA_ARGS__); \
-		if (w_ > 0)                                                       \
-			off += (size_t)w_;                                        \
+#define EMIT(...)                                                                                                      \
+	do {                                                                                                           \
+		int w_ = snprintf(buf + off, off < len ? len - off : 0, __VA_ARGS__);                                  \
+		if (w_ > 0)                                                                                            \
+			off += (size_t)w_;                                                                             \
 	} while (0)
 
 size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)

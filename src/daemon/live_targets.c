@@ -77,8 +77,9 @@ int tb_live_update_chunks(struct tb_live *l, size_t slot)
 			want[i].chunk = UINT32_MAX;
 			l->c[TB_L_idmap_full]++;
 			if (!l->warned_full)
-				fprintf(l->log, "tierbal: managed memory limit reached (%u MiB per fast node); raise "
-						"max_managed_mb to manage more\n",
+				fprintf(l->log,
+					"tierbal: managed memory limit reached (%u MiB per fast node); raise "
+					"max_managed_mb to manage more\n",
 					l->map.chunks_per_pool * 2);
 			l->warned_full = true;
 		}
@@ -113,7 +114,8 @@ int tb_live_add(struct tb_live *l, pid_t pid, bool from_cgroup, char *err, size_
 	while (slot < l->nr_t && l->t[slot])
 		slot++;
 	if (slot == l->nr_t) {
-		struct tb_target **nt = realloc(l->t, (l->nr_t + 1) * sizeof(*nt)); // NOLINT(bugprone-sizeof-expression): an array of pointers
+		struct tb_target **nt = realloc(
+			l->t, (l->nr_t + 1) * sizeof(*nt)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 		if (!nt) {
 			snprintf(err, len, "out of memory");
 			return -ENOMEM;

@@ -14,26 +14,26 @@
 #include "linux/procfs.h"
 
 struct tb_tchunk {
-	uintptr_t base;     /* 2 MiB aligned */
-	uint32_t chunk;     /* idmap chunk */
-	uint64_t elig[8];   /* pages inside a managed mapping (512 bits) */
+	uintptr_t base;   /* 2 MiB aligned */
+	uint32_t chunk;   /* idmap chunk */
+	uint64_t elig[8]; /* pages inside a managed mapping (512 bits) */
 };
 
 struct tb_target {
 	pid_t pid;
 	uint64_t starttime;
 	char comm[32];
-	unsigned pool;      /* engine space: the fast node it runs on */
+	unsigned pool; /* engine space: the fast node it runs on */
 	bool from_cgroup;
-	bool dead;          /* exited (or the pid was reused): drop at the next refresh */
+	bool dead; /* exited (or the pid was reused): drop at the next refresh */
 	int pagemap_fd;
-	int pidfd;          /* -1 where the kernel has no pidfd_open */
+	int pidfd;                /* -1 where the kernel has no pidfd_open */
 	struct tb_tchunk *chunks; /* sorted by base */
 	size_t nr_chunks;
 	/* a mapping larger than this is a reservation, never resident as a whole (sanitizer shadow,
 	 * allocator arenas): left alone, so that its terabytes do not use up the page map (0: no limit) */
 	uint64_t max_vma_bytes;
-	unsigned skipped_vmas; /* how many the last read of the maps left alone */
+	unsigned skipped_vmas;          /* how many the last read of the maps left alone */
 	uintptr_t hide_start, hide_end; /* not the program's memory: tierbal exec's park area */
 };
 

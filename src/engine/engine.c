@@ -245,8 +245,8 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 			return -EFAULT;
 		}
 		if (pf_node(f) != ni || tb_lru_of(f) != l) {
-			snprintf(err, len, "page %u (node %u, list %u) found on node %u list %u", p,
-				 pf_node(f), tb_lru_of(f), ni, l);
+			snprintf(err, len, "page %u (node %u, list %u) found on node %u list %u", p, pf_node(f),
+				 tb_lru_of(f), ni, l);
 			return -EFAULT;
 		}
 		if (e->meta[p].prev != prev) {
@@ -307,7 +307,8 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 			used += listed[ni][l];
 			if (listed[ni][l] != e->node[ni].lru[l].count) {
 				snprintf(err, len, "node %u list %u: %llu pages belong to it, count says %llu", ni, l,
-					 (unsigned long long)listed[ni][l], (unsigned long long)e->node[ni].lru[l].count);
+					 (unsigned long long)listed[ni][l],
+					 (unsigned long long)e->node[ni].lru[l].count);
 				rc = -EFAULT;
 			}
 		}

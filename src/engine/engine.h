@@ -20,6 +20,7 @@
 #define TB_PAGE_SHIFT 12
 
 /* Counters: kernel /proc/vmstat names first, then tierbal's own. */
+/* clang-format off */
 #define TB_COUNTERS(X)                                                                      \
 	X(numa_pte_updates) X(numa_hint_faults) X(numa_hint_faults_local) X(numa_pages_migrated) \
 	X(pgpromote_success) X(pgpromote_candidate) X(pgdemote_kswapd) X(pgdemote_direct)        \
@@ -35,6 +36,7 @@ enum tb_counter {
 #undef TB_ENUM
 	TB_NR_COUNTERS
 };
+/* clang-format on */
 
 const char *tb_counter_name(enum tb_counter c);
 
@@ -49,8 +51,7 @@ struct tb_platform_ops {
 	uint64_t (*now_ns)(void *ctx);
 	/* Moves pages to node dst; status[i] = 0 or a negative errno per page.
 	 * Returns 0, or a negative errno if the whole call failed. */
-	int (*migrate)(void *ctx, const uint32_t *pages, size_t n, int dst,
-		       enum tb_migrate_reason why, int *status);
+	int (*migrate)(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *status);
 	/* Reads and clears the page's accessed ("young") bit. */
 	bool (*test_and_clear_young)(void *ctx, uint32_t page);
 	/* Optional: zeroed memory for the per-page table (NULL: calloc/free). */
@@ -65,9 +66,9 @@ struct tb_sampler_ops {
 
 struct tb_node_config {
 	uint64_t present_pages;
-	unsigned tier;    /* 0 = top tier (has CPUs) */
-	int demote_to;    /* -1: lowest tier, nothing below */
-	unsigned socket;  /* orders allocation fallback */
+	unsigned tier;   /* 0 = top tier (has CPUs) */
+	int demote_to;   /* -1: lowest tier, nothing below */
+	unsigned socket; /* orders allocation fallback */
 	/* the kernel's own min/low/high watermarks of the node (live), as floors:
 	 * whatever the knobs say, the engine never plans to take the node below
 	 * them. How a kernel shares min_free_kbytes out between nodes changes
@@ -81,8 +82,8 @@ struct tb_engine_config {
 	uint32_t policy; /* TB_POLICY_* flags; 0 disables hint-fault sampling */
 	unsigned nr_nodes;
 	struct tb_node_config nodes[TB_MAX_NODES];
-	uint32_t nr_pages;              /* page ids are 0 .. nr_pages-1 */
-	uint64_t kswapd_pages_per_sec;  /* how fast background demotion can move pages */
+	uint32_t nr_pages;             /* page ids are 0 .. nr_pages-1 */
+	uint64_t kswapd_pages_per_sec; /* how fast background demotion can move pages */
 	const struct tb_platform_ops *platform;
 	void *platform_ctx;
 	const struct tb_sampler_ops *sampler;

@@ -15,7 +15,7 @@
 
 enum { LRU_INACTIVE_ANON, LRU_ACTIVE_ANON, LRU_INACTIVE_FILE, LRU_ACTIVE_FILE, NR_LRU };
 
-#define BATCH 32 /* SWAP_CLUSTER_MAX: reclaim and migration batch */
+#define BATCH 32       /* SWAP_CLUSTER_MAX: reclaim and migration batch */
 #define RETRY_MAX 8192 /* promotions waiting for room (promote_retry_ms) */
 
 struct tb_lru {
@@ -26,8 +26,8 @@ struct tb_lru {
 /* 16 bytes a page: the fault path touches one cache line. */
 struct tb_pmeta {
 	uint32_t prev, next;
-	uint32_t scan_ms;     /* when the scanner armed the page */
-	unsigned moved : 24;  /* bit 23: last move was a promotion; low bits: 16 ms ticks + 1, 0 = never */
+	uint32_t scan_ms;    /* when the scanner armed the page */
+	unsigned moved : 24; /* bit 23: last move was a promotion; low bits: 16 ms ticks + 1, 0 = never */
 	unsigned flags : 8;
 };
 #define MOVED_PROMOTE 0x800000u
@@ -36,8 +36,8 @@ struct tb_pmeta {
 struct tb_node {
 	uint64_t present, used;
 	uint64_t floor_min, floor_low, floor_high; /* the kernel's own watermarks, 0 if unknown */
-	uint64_t external; /* in use by memory the engine does not manage (live daemon) */
-	uint64_t pending;  /* promotions decided in a batch, not moved yet */
+	uint64_t external;                         /* in use by memory the engine does not manage (live daemon) */
+	uint64_t pending;                          /* promotions decided in a batch, not moved yet */
 	uint64_t wmark_min, wmark_low, wmark_high, wmark_promo, wmark_demote;
 	uint64_t boost, boost_max;
 	unsigned tier, socket;
@@ -58,12 +58,12 @@ struct tb_node {
 
 struct tb_space {
 	uint32_t first, count;
-	uint32_t extent;       /* the part from first that can hold pages: what the scanner walks */
+	uint32_t extent; /* the part from first that can hold pages: what the scanner walks */
 	unsigned cpu_node;
 	unsigned flags;
 	uint64_t next_scan_ns;
-	uint32_t offset;       /* where the next window starts */
-	uint32_t period_ms;    /* time for one full pass, adaptive */
+	uint32_t offset;                      /* where the next window starts */
+	uint32_t period_ms;                   /* time for one full pass, adaptive */
 	uint64_t faults_local, faults_remote; /* this pass */
 };
 
@@ -179,8 +179,7 @@ void tb_kswapd_wake(struct tb_engine *e, unsigned n);
 uint64_t tb_reclaim_node(struct tb_engine *e, unsigned n, uint64_t nr, enum tb_migrate_reason why);
 void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns);
 /* Moves pages and updates lists, counters and ping-pong state; returns pages moved. */
-size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
-		     enum tb_migrate_reason why);
+size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst, enum tb_migrate_reason why);
 
 /* promote.c */
 void tb_promote_flush_now(struct tb_engine *e);

@@ -32,14 +32,17 @@ void tb_knobs_default(struct tb_knobs *k)
 	k->promote_retry_ms = 0;
 }
 
-#define KNOB(field, lo, hi, origin, help) \
-	{ #field, offsetof(struct tb_knobs, field), lo, hi, origin, help }
-#define KNOB_AS(name, field, lo, hi, origin, help) \
-	{ name, offsetof(struct tb_knobs, field), lo, hi, origin, help }
+#define KNOB(field, lo, hi, origin, help)                                                                              \
+	{                                                                                                              \
+#field, offsetof(struct tb_knobs, field), lo, hi, origin, help                                         \
+	}
+#define KNOB_AS(name, field, lo, hi, origin, help)                                                                     \
+	{                                                                                                              \
+		name, offsetof(struct tb_knobs, field), lo, hi, origin, help                                           \
+	}
 
 static const struct tb_knob_desc knob_table[] = {
-	KNOB(numa_balancing, 0, 3, "sysctl",
-	     "mode bits: 1 NORMAL (also scan fast-tier pages), 2 MEMORY_TIERING"),
+	KNOB(numa_balancing, 0, 3, "sysctl", "mode bits: 1 NORMAL (also scan fast-tier pages), 2 MEMORY_TIERING"),
 	KNOB_AS("numa_balancing_scan_delay_ms", scan_delay_ms, 0, 3600000, "sysctl",
 		"delay before a process's first scan"),
 	KNOB_AS("numa_balancing_scan_period_min_ms", scan_period_min_ms, 1, 3600000, "sysctl",
@@ -50,18 +53,16 @@ static const struct tb_knob_desc knob_table[] = {
 		"pages made inaccessible per scan window, in MiB"),
 	KNOB_AS("numa_balancing_hot_threshold_ms", hot_threshold_ms, 1, 3600000, "sysctl",
 		"scan-to-fault latency below which a page is hot"),
-	KNOB_AS("numa_balancing_promote_rate_limit_MBps", promote_rate_limit_MBps, 1, 1u << 30,
-		"sysctl", "promotion candidate rate limit"),
-	KNOB(watermark_scale_factor, 1, 3000, "sysctl",
-	     "distance between watermarks, in 1/10000 of a node"),
+	KNOB_AS("numa_balancing_promote_rate_limit_MBps", promote_rate_limit_MBps, 1, 1u << 30, "sysctl",
+		"promotion candidate rate limit"),
+	KNOB(watermark_scale_factor, 1, 3000, "sysctl", "distance between watermarks, in 1/10000 of a node"),
 	KNOB(min_free_kbytes, 0, 1u << 31, "sysctl",
 	     "min watermark over all nodes; 0 = the kernel's sqrt(16 x memory) rule"),
 	KNOB(watermark_boost_factor, 0, 100000, "sysctl",
 	     "boost mode: largest boost, in 1/10000 of the high watermark"),
 	KNOB(demote_scale_factor, 0, 3000, "TPP",
 	     "fast-node demotion watermark above high, in 1/10000 of a node; 0 = off"),
-	KNOB_AS("promo_wmark_mode", wmark_mode, 0, 2, "tierbal",
-		"kswapd target in tiering mode: v13, v10 or boost"),
+	KNOB_AS("promo_wmark_mode", wmark_mode, 0, 2, "tierbal", "kswapd target in tiering mode: v13, v10 or boost"),
 	KNOB_AS("promo_boost_step_kb", boost_step_kb, 4, 1u << 30, "tierbal",
 		"boost mode: raise per refused promotion"),
 	KNOB_AS("promo_boost_decay_ms", boost_decay_ms, 1, 3600000, "tierbal",

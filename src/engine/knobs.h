@@ -12,8 +12,8 @@
 #define TB_NUMA_BALANCING_MEMORY_TIERING 0x2u
 
 /* Promotion policy flags; a policy is any combination of them. */
-#define TB_POLICY_PROMOTE 0x1u   /* promote slow-tier pages on hint faults ("always") */
-#define TB_POLICY_HOT 0x2u       /* only if scan-to-fault latency < threshold */
+#define TB_POLICY_PROMOTE 0x1u    /* promote slow-tier pages on hint faults ("always") */
+#define TB_POLICY_HOT 0x2u        /* only if scan-to-fault latency < threshold */
 #define TB_POLICY_ACTIVE_LRU 0x4u /* only if the page is on the active LRU (TPP) */
 #define TB_POLICY_ADAPTIVE 0x8u   /* tierbal: hot threshold steered by the ping-pong it causes */
 

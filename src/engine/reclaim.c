@@ -20,8 +20,7 @@ static void note_move(struct tb_engine *e, uint32_t p, bool promote)
 
 /* Pages in `pages` are isolated (on no list). Moved ones join dst's lists,
  * the rest go back where they were. */
-size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst,
-		     enum tb_migrate_reason why)
+size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst, enum tb_migrate_reason why)
 {
 	int status[BATCH];
 	struct tb_node *d = &e->node[dst];
@@ -109,13 +108,12 @@ uint64_t tb_reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_
 		for (unsigned t = LRU_INACTIVE_ANON; t <= LRU_INACTIVE_FILE; t += 2)
 			if (inactive_is_low(n, t))
 				shrink_active(e, ni, t);
-		unsigned t = n->lru[LRU_INACTIVE_ANON].count >= n->lru[LRU_INACTIVE_FILE].count
-				     ? LRU_INACTIVE_ANON
-				     : LRU_INACTIVE_FILE;
+		unsigned t = n->lru[LRU_INACTIVE_ANON].count >= n->lru[LRU_INACTIVE_FILE].count ? LRU_INACTIVE_ANON
+												: LRU_INACTIVE_FILE;
 		if (!n->lru[t].count) {
 			/* everything is active: age the larger active list */
 			t = n->lru[LRU_ACTIVE_ANON].count >= n->lru[LRU_ACTIVE_FILE].count ? LRU_INACTIVE_ANON
-											  : LRU_INACTIVE_FILE;
+											   : LRU_INACTIVE_FILE;
 			if (!n->lru[t + 1].count)
 				break;
 			shrink_active(e, ni, t);

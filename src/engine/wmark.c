@@ -96,7 +96,8 @@ void tb_boost_decay(struct tb_engine *e, uint64_t elapsed_ns)
 		if (!n->boost)
 			continue;
 		/* first-order decay; small ticks make this close to exp(-t/tau) */
-		uint64_t drop = elapsed_ns >= tau ? n->boost : (uint64_t)((double)n->boost * (double)elapsed_ns / (double)tau);
+		uint64_t drop =
+			elapsed_ns >= tau ? n->boost : (uint64_t)((double)n->boost * (double)elapsed_ns / (double)tau);
 		if (drop == 0)
 			drop = 1;
 		n->boost = drop > n->boost ? 0 : n->boost - drop;

@@ -223,7 +223,8 @@ int tb_exec_accept(int lfd, pid_t *pid, int *uffd, int *chan, struct tb_rt_hello
 	ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
 		rc = -errno;
-	else if (n != (ssize_t)sizeof(h) || h.magic != TB_RT_MAGIC || h.version != TB_RT_VERSION || h.type != TB_RT_HELLO)
+	else if (n != (ssize_t)sizeof(h) || h.magic != TB_RT_MAGIC || h.version != TB_RT_VERSION ||
+		 h.type != TB_RT_HELLO)
 		rc = -EPROTO;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
 		if (n > 0 && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)

@@ -40,8 +40,7 @@ int tb_exec_listen_at(const char *name, char *err, size_t elen);
  * 0 and *pid, or a negative errno with a message (no such program, not
  * executable, ...). */
 int tb_exec_spawn(char *const argv[], const char *rtlib, const char *sockname, unsigned park_mb, const sigset_t *mask,
-		  pid_t *pid,
-		  char *err, size_t len);
+		  pid_t *pid, char *err, size_t len);
 
 /* Takes one connection: the sender's pid, its userfaultfd (-1 when the
  * runtime could not make one; hello->err then says why) and its park area;

@@ -152,8 +152,9 @@ static int move_range(const struct tb_park *p, uintptr_t dst, uintptr_t src, siz
 	*done = 0;
 	while (*done < len) {
 		int64_t moved = 0;
-		int rc = p->ops->move(p->ctx, dst + *done, src + *done, len - *done,
-				      UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | (wake ? 0 : UFFDIO_MOVE_MODE_DONTWAKE), &moved);
+		int rc =
+			p->ops->move(p->ctx, dst + *done, src + *done, len - *done,
+				     UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | (wake ? 0 : UFFDIO_MOVE_MODE_DONTWAKE), &moved);
 		if (!rc) {
 			*done = len;
 			break;
@@ -203,7 +204,9 @@ static long copy_pages(const struct tb_park *p, uintptr_t dst, uintptr_t src, un
 			lost++;
 			continue;
 		}
-		struct uffdio_copy c = {.dst = dst + (uintptr_t)i * PAGE, .src = (uintptr_t)buf, .len = PAGE,
+		struct uffdio_copy c = {.dst = dst + (uintptr_t)i * PAGE,
+					.src = (uintptr_t)buf,
+					.len = PAGE,
 					.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE};
 		if (ioctl(p->fd, UFFDIO_COPY, &c)) {
 			if (errno == EAGAIN && c.copy <= 0)
@@ -303,8 +306,10 @@ long tb_park_plan(struct tb_park *p, uintptr_t addr, size_t len, uint64_t now_ns
 		/* recorded first: a fault on these pages from now on finds them */
 		sl->parked |= pages_mask(i, j - i);
 		m[(*n)++] = (struct tb_park_move){.dst = slot_addr(p, (uint32_t)s) + (uintptr_t)i * PAGE,
-						  .src = w + (uintptr_t)i * PAGE, .len = (size_t)(j - i) * PAGE,
-						  .slot = (uint32_t)s, .first = i};
+						  .src = w + (uintptr_t)i * PAGE,
+						  .len = (size_t)(j - i) * PAGE,
+						  .slot = (uint32_t)s,
+						  .first = i};
 		i = j;
 	}
 	if (!sl->parked) { /* nothing to move, nothing away */
@@ -325,7 +330,8 @@ size_t tb_park_settle(struct tb_park *p, const struct tb_park_move *m, size_t n,
 	for (size_t k = 0; k < n; k++) {
 		struct tb_park_slot *sl = &p->slot[m[k].slot];
 		int rc = batch_rc ? batch_rc : m[k].rc;
-		unsigned moved = rc ? (unsigned)((m[k].moved > 0 ? (uint64_t)m[k].moved : 0) / PAGE) : (unsigned)(m[k].len / PAGE);
+		unsigned moved = rc ? (unsigned)((m[k].moved > 0 ? (uint64_t)m[k].moved : 0) / PAGE)
+				    : (unsigned)(m[k].len / PAGE);
 		unsigned cnt = (unsigned)(m[k].len / PAGE);
 		sl->parked &= ~pages_mask(m[k].first + moved, cnt - moved); /* what did not move is where it was */
 		if (rc == -EEXIST) /* the slot page is not empty (it never should be): never used again */
@@ -506,8 +512,8 @@ int tb_park_event(struct tb_park *p, const struct uffd_msg *m)
 		tb_park_discard(p, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
 		return 0;
 	case UFFD_EVENT_REMAP:
-		return tb_park_remap(p, (uintptr_t)m->arg.remap.from, (uintptr_t)m->arg.remap.to, (size_t)m->arg.remap.len);
-	default:
-		return 0;
+		return tb_park_remap(p, (uintptr_t)m->arg.remap.from, (uintptr_t)m->arg.remap.to,
+				     (size_t)m->arg.remap.len);
+	default: return 0;
 	}
 }

@@ -79,7 +79,7 @@ struct tb_rt_reply {
 };
 
 struct tb_rt_result {
-	int32_t err;   /* 0 or an errno */
+	int32_t err; /* 0 or an errno */
 	int32_t reserved;
 	int64_t moved; /* bytes moved, even when err is set */
 };

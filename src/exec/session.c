@@ -33,9 +33,9 @@ struct exec_state {
 	unsigned park_mb;
 	char rtname[108];
 	bool exited, park_warned;
-	bool scans; /* the scanner arms anything here: a slow tier, or the normal mode's every page */
-	int status; /* wait status of the child */
-	int stderr_fd; /* the user's standard error, for --stats */
+	bool scans;          /* the scanner arms anything here: a slow tier, or the normal mode's every page */
+	int status;          /* wait status of the child */
+	int stderr_fd;       /* the user's standard error, for --stats */
 	struct tb_daemon *d; /* from attach on */
 };
 
@@ -85,10 +85,10 @@ static int exec_start(const struct tb_exec_opts *o, struct exec_state *x, struct
 		struct stat sb;
 		if (logfd < 0 || fstat(logfd, &sb) || !(S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode))) {
 			fprintf(stderr, "tierbal exec: --log %s: %s\n", o->log,
-				logfd < 0 && errno == ELOOP   ? "a symbolic link; the log is never written through links"
+				logfd < 0 && errno == ELOOP ? "a symbolic link; the log is never written through links"
 				: logfd < 0 && errno == ENXIO ? "a FIFO nobody reads; give a file's path"
-				: logfd < 0		      ? strerror(errno)
-					    : "not a regular file or a device: give a file's path");
+				: logfd < 0                   ? strerror(errno)
+							      : "not a regular file or a device: give a file's path");
 			if (logfd >= 0)
 				close(logfd);
 			return 2;
@@ -117,8 +117,9 @@ static int exec_start(const struct tb_exec_opts *o, struct exec_state *x, struct
 		close(logfd);
 	fprintf(stderr, "tierbal exec: started %s as pid %d, runtime %s\n", prog, (int)x->child, rtlib);
 	if (static_prog)
-		fprintf(stderr, "tierbal exec: %s is statically linked: LD_PRELOAD cannot reach it, so there are no "
-				"hint faults; its pages are managed with the sampler only\n",
+		fprintf(stderr,
+			"tierbal exec: %s is statically linked: LD_PRELOAD cannot reach it, so there are no "
+			"hint faults; its pages are managed with the sampler only\n",
 			prog);
 	cfg->pids[0] = x->child;
 	cfg->nr_pids = 1;
@@ -149,8 +150,9 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 			continue;
 		}
 		if (!tb_exec_descends(pid, x->child)) {
-			fprintf(stderr, "tierbal exec: ignored a runtime message from pid %d, which the program did "
-					"not start\n",
+			fprintf(stderr,
+				"tierbal exec: ignored a runtime message from pid %d, which the program did "
+				"not start\n",
 				(int)pid);
 			if (uffd >= 0)
 				close(uffd);
@@ -159,8 +161,9 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 			continue;
 		}
 		if (uffd < 0) {
-			fprintf(stderr, "tierbal exec: pid %d could not make a userfaultfd (%s%s); it is managed with the "
-					"sampler only\n",
+			fprintf(stderr,
+				"tierbal exec: pid %d could not make a userfaultfd (%s%s); it is managed with the "
+				"sampler only\n",
 				(int)pid, strerror(rt_err),
 				rt_err == EPERM ? ": it needs CAP_SYS_PTRACE, or vm.unprivileged_userfaultfd = 1" : "");
 			char msg[512];
@@ -170,14 +173,19 @@ static void exec_accept(struct exec_state *x, struct tb_live *l)
 			continue;
 		}
 		if (x->park_mb && h.park_err && !x->park_warned) {
-			fprintf(stderr, "tierbal exec: pid %d: no read faults, writes only: %s%s\n", (int)pid, strerror(h.park_err),
+			fprintf(stderr, "tierbal exec: pid %d: no read faults, writes only: %s%s\n", (int)pid,
+				strerror(h.park_err),
 				h.park_err == EINVAL ? " (moving pages needs UFFDIO_MOVE, Linux 6.8 or later)" : "");
 			x->park_warned = true; /* every process of the program meets the same kernel */
 		}
 		char msg[512];
-		struct tb_uffd_rt rt = {.chan = chan, .tid = h.mover_tid, .park_addr = (uintptr_t)h.park_addr,
-					.park_len = (size_t)h.park_len, .own_addr = (uintptr_t)h.own_addr,
-					.own_len = (size_t)h.own_len, .keep_addr = (uintptr_t)h.keep_addr};
+		struct tb_uffd_rt rt = {.chan = chan,
+					.tid = h.mover_tid,
+					.park_addr = (uintptr_t)h.park_addr,
+					.park_len = (size_t)h.park_len,
+					.own_addr = (uintptr_t)h.own_addr,
+					.own_len = (size_t)h.own_len,
+					.keep_addr = (uintptr_t)h.keep_addr};
 		if (tb_live_attach_uffd(l, pid, uffd, &rt, msg, sizeof(msg)))
 			fprintf(stderr, "tierbal exec: %s\n", msg);
 	}
@@ -273,7 +281,8 @@ static struct tb_uffd *exec_hint_faults(void *ctx, struct tb_daemon *d)
 	struct exec_state *x = ctx;
 	char err[512];
 	struct tb_uffd *uffd = NULL;
-	struct tb_uffd_park park = {.fork_fd = x->forkfd, .max_slots = TB_EXEC_PARK_SLOTS,
+	struct tb_uffd_park park = {.fork_fd = x->forkfd,
+				    .max_slots = TB_EXEC_PARK_SLOTS,
 				    /* then a window goes back write-protected: a later access would be cold anyway */
 				    .park_ns = 2ull * d->cfg.knobs.hot_threshold_ms * 1000000ull};
 	if (tb_uffd_new(&uffd, x->o->window_pages ? x->o->window_pages : TB_EXEC_WINDOW_PAGES,

@@ -169,7 +169,8 @@ int tb_uffd_attach(struct tb_uffd *u, pid_t pid, int fd, const struct tb_uffd_rt
 		/* the slots are registered too: a move needs both ends registered */
 		struct uffdio_register r = {.range = {park_addr, park_len}, .mode = UFFDIO_REGISTER_MODE_WP};
 		if (!ioctl(fd, UFFDIO_REGISTER, &r) &&
-		    !tb_park_init(&p->park, fd, pid, &tb_uffd_mover_ops, p, park_addr, park_len, u->window, u->popt.max_slots)) {
+		    !tb_park_init(&p->park, fd, pid, &tb_uffd_mover_ops, p, park_addr, park_len, u->window,
+				  u->popt.max_slots)) {
 			p->parking = p->park_init = true;
 			u->st.parking++;
 		}

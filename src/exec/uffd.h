@@ -45,12 +45,12 @@ struct tb_uffd_stats {
 	uint64_t register_errors;
 	uint64_t protect_calls;
 	uint64_t protected_pages;
-	uint64_t arm_skipped;    /* pages the scanner chose in mappings not (or no longer) registered: left alone */
+	uint64_t arm_skipped;      /* pages the scanner chose in mappings not (or no longer) registered: left alone */
 	uint64_t arm_unregistered; /* of the pages to park, those the mover found in no mapping registered here */
-	uint64_t queue_dropped;  /* events lost because the main thread fell behind */
-	uint64_t parking;        /* processes whose windows are parked */
-	uint64_t forks_held;     /* forks before which every parked page went back */
-	uint64_t forks_unsafe;   /* forks before which some could not (should stay 0) */
+	uint64_t queue_dropped;    /* events lost because the main thread fell behind */
+	uint64_t parking;          /* processes whose windows are parked */
+	uint64_t forks_held;       /* forks before which every parked page went back */
+	uint64_t forks_unsafe;     /* forks before which some could not (should stay 0) */
 	struct tb_park_stats park;
 };
 

@@ -27,8 +27,8 @@ struct uffdio_move {
 #endif
 
 /* what tierbal exec asks for when it parks pages to see reads */
-#define TB_UFFD_PARK_FEATURES                                                                                         \
-	(UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |                      \
+#define TB_UFFD_PARK_FEATURES                                                                                          \
+	(UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |                       \
 	 UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_MOVE)
 
 #endif

@@ -17,7 +17,7 @@
 #define PAGE 4096u
 #define EV_STOP UINT64_MAX
 #define EV_FORK (UINT64_MAX - 1)
-#define RETRY_NS 2000000ull /* how long one pass keeps trying what the kernel refuses while mappings change */
+#define RETRY_NS 2000000ull    /* how long one pass keeps trying what the kernel refuses while mappings change */
 #define HOLD_NS 10000000000ull /* a fork that never says it is done stops holding after this */
 
 /* A mapping as the last registration left it: ours, or one tierbal may not
@@ -42,15 +42,15 @@ struct removed {
 struct proc {
 	pid_t pid; /* 0: free slot */
 	int fd;
-	uint32_t gen; /* tells a reused slot from the old one in epoll events */
+	uint32_t gen;      /* tells a reused slot from the old one in epoll events */
 	struct range *reg; /* by address; an unmap or move forgets what it touches until the next sync */
 	size_t nr_reg;
 	bool parking, spoiled;
-	bool park_init;      /* p->park was set up (parking may have stopped since) */
-	bool stuck;          /* the mover did not answer in time: no new parking until it does */
-	bool mover_gone;     /* its thread ended, its process did not (exec): parked pages come back by copy */
-	int chan;            /* to the runtime's mover; -1: none */
-	pid_t mover_tid;     /* its thread; 0: unknown */
+	bool park_init;  /* p->park was set up (parking may have stopped since) */
+	bool stuck;      /* the mover did not answer in time: no new parking until it does */
+	bool mover_gone; /* its thread ended, its process did not (exec): parked pages come back by copy */
+	int chan;        /* to the runtime's mover; -1: none */
+	pid_t mover_tid; /* its thread; 0: unknown */
 	uint32_t seq;
 	uintptr_t area, area_len; /* the runtime's own mapping: slots, keep table, the mover's record and stack */
 	int mem_fd;               /* /proc/PID/mem, for the keep table; -1: none */
@@ -58,7 +58,7 @@ struct proc {
 	uint64_t keep_gen;
 	uint64_t *keep; /* the pages of the keep table, sorted; TB_RT_KEEP_PAGES from each */
 	size_t nkeep;
-	uint64_t hold_until; /* a fork is under way: nothing is parked before this */
+	uint64_t hold_until;             /* a fork is under way: nothing is parked before this */
 	struct removed removed[REMOVED]; /* the latest discards, a ring */
 	unsigned nremoved;
 	uint64_t removed_all_until; /* the ring overflowed: nothing is parked before this */

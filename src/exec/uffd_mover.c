@@ -101,8 +101,8 @@ int tb_uffd_mover_move_many(void *ctx, struct tb_park_move *m, size_t n, uint64_
 	for (size_t done = 0; done < n;) {
 		size_t k = n - done < TB_RT_MAX_MOVES ? n - done : TB_RT_MAX_MOVES;
 		for (size_t i = 0; i < k; i++)
-			e[i] = (struct tb_rt_move){.dst = m[done + i].dst, .src = m[done + i].src, .len = m[done + i].len,
-						   .mode = mode};
+			e[i] = (struct tb_rt_move){
+				.dst = m[done + i].dst, .src = m[done + i].src, .len = m[done + i].len, .mode = mode};
 		int rc = mover_rpc(ctx, TB_RT_CMD_MOVE, e, k, r);
 		if (rc)
 			return rc;
@@ -133,4 +133,5 @@ static void mover_discard(void *ctx, uintptr_t addr, size_t len)
 	mover_rpc(ctx, TB_RT_CMD_DISCARD, &e, 1, &r);
 }
 
-const struct tb_park_ops tb_uffd_mover_ops = {.move = mover_move, .move_many = tb_uffd_mover_move_many, .discard = mover_discard};
+const struct tb_park_ops tb_uffd_mover_ops = {
+	.move = mover_move, .move_many = tb_uffd_mover_move_many, .discard = mover_discard};

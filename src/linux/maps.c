@@ -22,8 +22,11 @@ int tb_maps_parse_line(const char *line, struct tb_vma *v)
 	    strlen(perms) != 4)
 		return -EINVAL;
 	const char *path = line + name;
-	*v = (struct tb_vma){.start = (uintptr_t)start, .end = (uintptr_t)end, .readable = perms[0] == 'r',
-			     .writable = perms[1] == 'w', .private = perms[3] == 'p'};
+	*v = (struct tb_vma){.start = (uintptr_t)start,
+			     .end = (uintptr_t)end,
+			     .readable = perms[0] == 'r',
+			     .writable = perms[1] == 'w',
+			     .private = perms[3] == 'p'};
 	/* anonymous: no inode, and no name or a bracketed one ([heap], [stack], [anon:...]) */
 	v->anon = ino == 0 && (!name || *path == '\0' || *path == '\n' || *path == '[');
 	if (name && (!strncmp(path, "[vsyscall]", 10) || !strncmp(path, "[vvar]", 6) || !strncmp(path, "[vdso]", 6)))

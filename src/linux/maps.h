@@ -11,7 +11,7 @@
 struct tb_vma {
 	uintptr_t start, end;
 	bool readable, writable, private;
-	bool anon; /* no backing file: heap, stack, anonymous mappings */
+	bool anon;      /* no backing file: heap, stack, anonymous mappings */
 	bool softdirty; /* VM_SOFTDIRTY: pagemap calls all its pages soft-dirty (smaps only) */
 };
 

@@ -12,11 +12,11 @@
 
 struct tb_mover_stats {
 	uint64_t calls;
-	uint64_t moved;   /* the page is on the target node now (or already was) */
-	uint64_t busy;    /* -EBUSY: locked, under writeback, pinned */
-	uint64_t nomem;   /* -ENOMEM: the target node has no room */
-	uint64_t gone;    /* -ENOENT / -EFAULT: not present, or no longer mapped */
-	uint64_t other;   /* anything else (-EACCES for shared pages, ...) */
+	uint64_t moved; /* the page is on the target node now (or already was) */
+	uint64_t busy;  /* -EBUSY: locked, under writeback, pinned */
+	uint64_t nomem; /* -ENOMEM: the target node has no room */
+	uint64_t gone;  /* -ENOENT / -EFAULT: not present, or no longer mapped */
+	uint64_t other; /* anything else (-EACCES for shared pages, ...) */
 };
 
 /* Moves n pages (page-aligned addresses) of pid (0 = this process) to node.

@@ -16,10 +16,10 @@ struct tb_proc_stat {
 	char comm[32];
 	char state;
 	pid_t ppid;
-	unsigned long flags;    /* PF_* of the task */
-	uint64_t starttime;     /* clock ticks after boot: tells a reused pid apart */
-	int processor;          /* CPU it last ran on */
-	bool kernel_thread;     /* PF_KTHREAD: no user memory to manage */
+	unsigned long flags; /* PF_* of the task */
+	uint64_t starttime;  /* clock ticks after boot: tells a reused pid apart */
+	int processor;       /* CPU it last ran on */
+	bool kernel_thread;  /* PF_KTHREAD: no user memory to manage */
 };
 
 /* Parses /proc/PID/stat. -ESRCH when the process does not exist. */

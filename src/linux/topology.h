@@ -10,14 +10,14 @@
 #define TB_TOPO_MAX_NODES 64
 
 struct tb_topo_node {
-	int id;             /* kernel node number */
+	int id; /* kernel node number */
 	unsigned nr_cpus;
 	uint64_t total_bytes, free_bytes;
 	uint64_t movable_bytes; /* of it in ZONE_MOVABLE (memory onlined movable, as CXL memory often is) */
 	uint64_t wmark_min, wmark_low, wmark_high; /* the kernel's, in pages, boost left out; 0 if unknown */
-	unsigned tier;      /* 0 = fastest */
-	int kernel_tier;    /* memory_tierN of the kernel, -1 if none */
-	int distance[TB_TOPO_MAX_NODES]; /* to the other nodes, in node order */
+	unsigned tier;                             /* 0 = fastest */
+	int kernel_tier;                           /* memory_tierN of the kernel, -1 if none */
+	int distance[TB_TOPO_MAX_NODES];           /* to the other nodes, in node order */
 };
 
 enum tb_tier_source {

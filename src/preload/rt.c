@@ -50,22 +50,22 @@
 
 /* The park mapping: [slots | probe | head | keep table | record | stack]. */
 struct mover {
-	int lock;             /* the record: the mover, and a fork with tierbal gone */
-	int started;          /* the mover runs: the C library's thread start-up is behind it */
-	int forking;          /* forks under way in this process: no page may leave meanwhile (under lock) */
-	int uffd, sock;       /* -1 once the mover is done */
-	int tid;              /* the mover's thread id */
+	int lock;       /* the record: the mover, and a fork with tierbal gone */
+	int started;    /* the mover runs: the C library's thread start-up is behind it */
+	int forking;    /* forks under way in this process: no page may leave meanwhile (under lock) */
+	int uffd, sock; /* -1 once the mover is done */
+	int tid;        /* the mover's thread id */
 	uintptr_t slots;
-	uintptr_t probe;   /* TB_RT_MAX_PARK_BYTES never touched: holes to move, to learn what is registered */
-	size_t npages;     /* slot pages */
-	size_t rest;       /* bytes from here to the end of the mapping: the head, the record, the stack */
-	uint64_t *orig;    /* per slot page: where it belongs in the program; 0: empty */
+	uintptr_t probe; /* TB_RT_MAX_PARK_BYTES never touched: holes to move, to learn what is registered */
+	size_t npages;   /* slot pages */
+	size_t rest;     /* bytes from here to the end of the mapping: the head, the record, the stack */
+	uint64_t *orig;  /* per slot page: where it belongs in the program; 0: empty */
 	char fork_name[108];
 };
 
-static struct mover *mv; /* set before the mover starts; read by the fork handlers */
+static struct mover *mv;        /* set before the mover starts; read by the fork handlers */
 static struct tb_rt_keep *keep; /* in the mover's mapping, or one of its own without a mover */
-static bool keep_alone;          /* keep is a mapping of its own */
+static bool keep_alone;         /* keep is a mapping of its own */
 
 #define KEEP_BYTES ((sizeof(struct tb_rt_keep) + PAGE - 1) / PAGE * PAGE)
 
@@ -190,7 +190,8 @@ static int connect_to(const char *name)
 	if (sa.sun_path[0] == '@')
 		sa.sun_path[0] = '\0'; /* an abstract name: nothing in the file system */
 	int rc;
-	while ((rc = connect(sock, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len))) &&
+	while ((rc = connect(sock, (struct sockaddr *)&sa,
+			     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len))) &&
 	       errno == EINTR)
 		;
 	if (rc) {
@@ -527,7 +528,8 @@ static void hand_over(void)
 		if (uffd < 0)
 			h.park_err = errno;
 		/* the mover's descriptors far from the low numbers programs dup2 onto */
-		else if ((mover_fd = fcntl(uffd, F_DUPFD_CLOEXEC, 100)) < 0 || (h.park_err = start_mover(mover_fd, sock, want, name, &h)))
+		else if ((mover_fd = fcntl(uffd, F_DUPFD_CLOEXEC, 100)) < 0 ||
+			 (h.park_err = start_mover(mover_fd, sock, want, name, &h)))
 			h.park_err = h.park_err ? h.park_err : errno;
 		if (h.park_err && mover_fd >= 0)
 			close(mover_fd);

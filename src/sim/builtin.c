@@ -15,8 +15,7 @@ static const char *builtin_find(const char *kind, const char *name)
 	return NULL;
 }
 
-char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err,
-		      size_t errlen)
+char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err, size_t errlen)
 {
 	const char *text = strchr(name, '/') || strchr(name, '.') ? NULL : builtin_find(kind, name);
 	if (text) {
@@ -30,8 +29,8 @@ char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t
 				strncat(names, names[0] ? ", " : "", sizeof(names) - strlen(names) - 1);
 				strncat(names, tb_builtins[i].name, sizeof(names) - strlen(names) - 1);
 			}
-		snprintf(err, errlen, "no shipped %s named '%s' (shipped: %s); give a file path to use your own",
-			 kind, name, names);
+		snprintf(err, errlen, "no shipped %s named '%s' (shipped: %s); give a file path to use your own", kind,
+			 name, names);
 		return NULL;
 	}
 	snprintf(label, labellen, "%s", name);

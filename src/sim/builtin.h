@@ -15,7 +15,6 @@ extern const struct tb_builtin tb_builtins[];
 extern const size_t tb_nr_builtins;
 
 /* Loads NAME (a shipped one) or a file path; *label gets what to call it in messages. */
-char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err,
-		      size_t errlen);
+char *tb_builtin_or_file(const char *kind, const char *name, char *label, size_t labellen, char *err, size_t errlen);
 
 #endif

@@ -27,7 +27,7 @@ void tb_gauss_table_init(struct tb_gauss_table *t)
 	const double n = TB_GAUSS_N;
 	for (unsigned i = 1; i < TB_GAUSS_N; i++)
 		t->q[i] = (float)norm_quantile(i / n);
-	t->q[0] = -t->q[1];  /* unused: the lowest bucket reads tail[] */
+	t->q[0] = -t->q[1]; /* unused: the lowest bucket reads tail[] */
 	t->q[TB_GAUSS_N] = -t->q[0];
 	for (unsigned j = 1; j <= TB_GAUSS_N; j++)
 		t->tail[j] = (float)norm_quantile(j / (n * n));

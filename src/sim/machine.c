@@ -26,9 +26,9 @@ static const struct {
 	const char *key;
 	unsigned bit;
 } node_keys[] = {
-	{"cpus", K_CPUS},           {"tier", K_TIER},       {"socket", K_SOCKET},
-	{"capacity_mib", K_CAPACITY}, {"read_ns", K_READ},    {"write_ns", K_WRITE},
-	{"read_mbps", K_RBW},       {"write_mbps", K_WBW},  {"demote_to", K_DEMOTE},
+	{"cpus", K_CPUS},        {"tier", K_TIER},      {"socket", K_SOCKET}, {"capacity_mib", K_CAPACITY},
+	{"read_ns", K_READ},     {"write_ns", K_WRITE}, {"read_mbps", K_RBW}, {"write_mbps", K_WBW},
+	{"demote_to", K_DEMOTE},
 };
 
 static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, const char *id, const char *key,
@@ -44,8 +44,9 @@ static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, 
 		if (!strcmp(key, node_keys[i].key))
 			bit = node_keys[i].bit;
 	if (!bit)
-		return tb_cfg_error(c, sec, key, "unknown key (known: cpus, tier, socket, capacity_mib, read_ns, "
-					      "write_ns, read_mbps, write_mbps, demote_to)");
+		return tb_cfg_error(c, sec, key,
+				    "unknown key (known: cpus, tier, socket, capacity_mib, read_ns, "
+				    "write_ns, read_mbps, write_mbps, demote_to)");
 	if (nd->seen & bit)
 		return tb_cfg_error(c, sec, key, "set twice");
 	nd->seen |= bit;
@@ -53,8 +54,7 @@ static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, 
 	if (n + 1 > m->nr_nodes)
 		m->nr_nodes = (unsigned)n + 1;
 	switch (bit) {
-	case K_CPUS:
-		return tb_cfg_bool(c, sec, key, val, &nd->cpus);
+	case K_CPUS: return tb_cfg_bool(c, sec, key, val, &nd->cpus);
 	case K_TIER:
 		if (!tb_cfg_u64(c, sec, key, val, 0, 3, &v))
 			return false;
@@ -70,14 +70,10 @@ static bool node_entry(struct tb_cfg *c, struct tb_machine *m, const char *sec, 
 			return false;
 		nd->capacity_pages = v << (20 - TB_PAGE_SHIFT);
 		return true;
-	case K_READ:
-		return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->read_ns);
-	case K_WRITE:
-		return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->write_ns);
-	case K_RBW:
-		return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->read_mbps);
-	case K_WBW:
-		return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->write_mbps);
+	case K_READ: return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->read_ns);
+	case K_WRITE: return tb_cfg_double(c, sec, key, val, 1, 1e6, &nd->write_ns);
+	case K_RBW: return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->read_mbps);
+	case K_WBW: return tb_cfg_double(c, sec, key, val, 1, 1e7, &nd->write_mbps);
 	default:
 		if (!strcmp(val, "none")) {
 			nd->demote_to = -1;
@@ -126,8 +122,9 @@ static bool machine_entry(struct tb_cfg *c, const char *sec, const char *key, co
 		return tb_cfg_double(c, sec, key, val, 0, 1e7, &m->syscall_ns);
 	if (!strcmp(key, "remote_socket_ns"))
 		return tb_cfg_double(c, sec, key, val, 0, 1e6, &m->remote_socket_ns);
-	return tb_cfg_error(c, sec, key, "unknown key (known: name, description, hint_fault_ns, migrate_fixed_ns, "
-				      "scan_pte_ns, syscall_ns, remote_socket_ns)");
+	return tb_cfg_error(c, sec, key,
+			    "unknown key (known: name, description, hint_fault_ns, migrate_fixed_ns, "
+			    "scan_pte_ns, syscall_ns, remote_socket_ns)");
 }
 
 /* Demotion target by default: the nearest node one tier down, same socket first. */

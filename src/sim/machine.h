@@ -14,11 +14,11 @@ struct tb_sim_node {
 	bool defined;
 	bool cpus;
 	unsigned tier, socket;
-	int demote_to;          /* -2: automatic */
+	int demote_to; /* -2: automatic */
 	uint64_t capacity_pages;
 	double read_ns, write_ns;
 	double read_mbps, write_mbps; /* bandwidth, MB/s: bounds the copy of a migrated page */
-	unsigned seen;          /* bit per key, to find missing and repeated keys */
+	unsigned seen;                /* bit per key, to find missing and repeated keys */
 };
 
 struct tb_machine {

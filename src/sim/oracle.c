@@ -92,7 +92,7 @@ static void sort_desc(uint64_t *a, size_t n)
 }
 
 int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
-		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen)
+		    uint32_t nr_pages, uint8_t *node, char *err, size_t errlen)
 {
 	if (!nr_procs || nr_procs > TB_WL_MAX_PROCS || nr_nodes > TB_MAX_NODES) {
 		snprintf(err, errlen, "oracle: %u processes on %u nodes is out of range", nr_procs, nr_nodes);

@@ -29,6 +29,6 @@ struct tb_oracle_proc {
 /* Ranks every page by access probability x cost saved and fills the cheapest
  * nodes first, within cap[n] pages per node. Writes each page's node to node[]. */
 int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
-		 uint32_t nr_pages, uint8_t *node, char *err, size_t errlen);
+		    uint32_t nr_pages, uint8_t *node, char *err, size_t errlen);
 
 #endif

@@ -51,7 +51,8 @@ static void table_row(FILE *f, const struct tb_report *r, const struct tb_sim_re
 		res->mean_latency_ns, 100.0 * res->fast_share, pcts, (unsigned long long)c[TB_C_pgpromote_success],
 		(unsigned long long)c[TB_C_pgdemote_kswapd] + (unsigned long long)c[TB_C_pgdemote_direct],
 		(unsigned long long)c[TB_C_numa_hint_faults],
-		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
+		(unsigned long long)c[TB_C_pingpong_promote_demote] +
+			(unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
 static void table_head(FILE *f, const struct tb_report *r)
@@ -85,8 +86,8 @@ void tb_report_table(FILE *f, const struct tb_report *r)
 	fputs(table_caption, f);
 }
 
-static void each_result(const struct tb_report *r, void (*fn)(FILE *, const struct tb_report *, const struct tb_sim_result *, bool),
-			FILE *f)
+static void each_result(const struct tb_report *r,
+			void (*fn)(FILE *, const struct tb_report *, const struct tb_sim_result *, bool), FILE *f)
 {
 	size_t n = r->nr_results + (r->oracle ? 1 : 0);
 	for (size_t i = 0; i < n; i++)
@@ -169,7 +170,8 @@ static void csv_summary(FILE *f, const struct tb_report *r, const struct tb_sim_
 	fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)c[TB_C_pgpromote_success],
 		(unsigned long long)c[TB_C_pgdemote_kswapd] + (unsigned long long)c[TB_C_pgdemote_direct],
 		(unsigned long long)c[TB_C_numa_hint_faults],
-		(unsigned long long)c[TB_C_pingpong_promote_demote] + (unsigned long long)c[TB_C_pingpong_demote_promote]);
+		(unsigned long long)c[TB_C_pingpong_promote_demote] +
+			(unsigned long long)c[TB_C_pingpong_demote_promote]);
 }
 
 void tb_report_sweep(FILE *f, const struct tb_report *reps, size_t n, const char *format)

@@ -14,7 +14,7 @@ struct tb_report {
 	double duration_s;
 	const struct tb_sim_result *results;
 	size_t nr_results;
-	const struct tb_sim_result *oracle; /* NULL when not run */
+	const struct tb_sim_result *oracle;   /* NULL when not run */
 	const char *sweep_knob, *sweep_value; /* set in a sweep */
 };
 

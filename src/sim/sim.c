@@ -82,8 +82,7 @@ static uint64_t sim_now(void *ctx)
 	return (uint64_t)((struct sim *)ctx)->t;
 }
 
-static int sim_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why,
-		       int *status)
+static int sim_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *status)
 {
 	struct sim *s = ctx;
 	for (size_t i = 0; i < n; i++) {
@@ -134,8 +133,7 @@ static void sim_table_free(void *ctx, void *p, size_t bytes)
 	tb_big_free(p, bytes);
 }
 
-static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young, sim_table_alloc,
-						    sim_table_free};
+static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young, sim_table_alloc, sim_table_free};
 static const struct tb_sampler_ops sim_sampler = {sim_arm};
 
 /* ---- access stream ---- */
@@ -171,8 +169,7 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 		}
 		return (uint64_t)idx;
 	}
-	case TB_DIST_ZIPF:
-		return ((tb_zipf_next(&r->z, &s->rng) - 1) * r->stride) % r->n;
+	case TB_DIST_ZIPF: return ((tb_zipf_next(&r->z, &s->rng) - 1) * r->stride) % r->n;
 	case TB_DIST_TRACE: {
 		uint32_t op = r->trace->ops[r->trace_pos];
 		if (++r->trace_pos == r->trace->nr_ops)
@@ -180,8 +177,7 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 		*write = (op & TB_TRACE_WRITE) != 0;
 		return op & ~TB_TRACE_WRITE;
 	}
-	default:
-		return (uint64_t)(((__uint128_t)x * r->n) >> 64);
+	default: return (uint64_t)(((__uint128_t)x * r->n) >> 64);
 	}
 }
 
@@ -363,9 +359,9 @@ static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size
 			if (ps->cpu_node_line)
 				snprintf(at, sizeof(at), ":%u", ps->cpu_node_line);
 			snprintf(err, errlen,
-				 "%s%s: [process %s] cpu_node: node %u of machine %s %s (nodes with CPUs: %s)", w->source,
-				 at, ps->name, ps->cpu_node, m->name, ps->cpu_node < m->nr_nodes ? "has no CPUs" : "does not exist",
-				 cpus);
+				 "%s%s: [process %s] cpu_node: node %u of machine %s %s (nodes with CPUs: %s)",
+				 w->source, at, ps->name, ps->cpu_node, m->name,
+				 ps->cpu_node < m->nr_nodes ? "has no CPUs" : "does not exist", cpus);
 			return -EINVAL;
 		}
 		pr->cpu_node = ps->cpu_node;
@@ -417,7 +413,8 @@ static int prefault(struct sim *s, char *err, size_t errlen)
 				unsigned node;
 				int rc = tb_engine_alloc(s->eng, p, order[k] == &s->proc[i].file, &node);
 				if (rc) {
-					snprintf(err, errlen, "prefault of [process %s]: allocation failed (%d)", ps->name, rc);
+					snprintf(err, errlen, "prefault of [process %s]: allocation failed (%d)",
+						 ps->name, rc);
 					return rc;
 				}
 				s->pstate[p] = (uint8_t)node;
@@ -463,10 +460,15 @@ static void oracle_inputs(struct sim *s, struct tb_oracle_proc *op)
 		for (unsigned k = 0; k < 2; k++) {
 			struct tb_oracle_region *o = &op[i].region[k];
 			const struct region *r = rs[k];
-			*o = (struct tb_oracle_region){.base = r->base, .n = r->n, .kind = r->kind,
-						    .share = share * (k ? fs : 1 - fs), .center = (double)r->center,
-						    .sigma = r->sigma, .zipf_s = r->z.s, .stride = r->stride,
-						    .trace = r->trace};
+			*o = (struct tb_oracle_region){.base = r->base,
+						       .n = r->n,
+						       .kind = r->kind,
+						       .share = share * (k ? fs : 1 - fs),
+						       .center = (double)r->center,
+						       .sigma = r->sigma,
+						       .zipf_s = r->z.s,
+						       .stride = r->stride,
+						       .trace = r->trace};
 		}
 	}
 }
@@ -639,8 +641,9 @@ int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char 
 				until = end;
 			run_until(s, until, &tot);
 			if (s->alloc_error) {
-				snprintf(err, errlen, "workload %s: a page allocation failed on machine %s (%d): the "
-						      "machine is out of memory",
+				snprintf(err, errlen,
+					 "workload %s: a page allocation failed on machine %s (%d): the "
+					 "machine is out of memory",
 					 w->name, cfg->machine->name, s->alloc_error);
 				rc = s->alloc_error;
 				break;
@@ -660,7 +663,8 @@ int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char 
 				if (cfg->check) {
 					char cerr[256];
 					if (tb_engine_check(s->eng, cerr, sizeof(cerr))) {
-						snprintf(err, errlen, "invariant broken at t=%.3f s: %s", s->t / 1e9, cerr);
+						snprintf(err, errlen, "invariant broken at t=%.3f s: %s", s->t / 1e9,
+							 cerr);
 						rc = -EFAULT;
 						break;
 					}

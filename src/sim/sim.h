@@ -17,11 +17,11 @@ struct tb_sim_config {
 	const struct tb_workload *workload;
 	struct tb_knobs knobs;
 	uint32_t policy;
-	bool oracle;        /* static best placement per phase instead of a policy */
+	bool oracle; /* static best placement per phase instead of a policy */
 	uint64_t seed;
 	double duration_s;
 	double interval_s;
-	bool check;         /* check the engine's invariants every interval */
+	bool check;                          /* check the engine's invariants every interval */
 	_Atomic unsigned *progress_permille; /* optional: updated every interval */
 };
 
@@ -46,7 +46,7 @@ struct tb_sim_result {
 	struct tb_sim_row *rows;
 	size_t nr_rows;
 	double wall_s;
-	uint64_t checks;    /* invariant checks passed */
+	uint64_t checks; /* invariant checks passed */
 };
 
 int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char *err, size_t errlen);

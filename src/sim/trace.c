@@ -144,7 +144,8 @@ int tb_trace_parse(struct tb_trace **out, const char *label, const char *text, c
 			unsigned version;
 			char extra;
 			if (sscanf(s, "tierbal-trace %u %c", &version, &extra) != 1 || version != 1) {
-				snprintf(err, errlen, "%s:%u: expected the header 'tierbal-trace 1', got '%s'", label, line, s);
+				snprintf(err, errlen, "%s:%u: expected the header 'tierbal-trace 1', got '%s'", label,
+					 line, s);
 				return fail(t, addr, -EINVAL);
 			}
 			header = true;

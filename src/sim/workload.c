@@ -35,10 +35,9 @@ static int find_proc(const struct tb_workload *w, const char *name)
 }
 
 static const char *const proc_keys[] = {
-	"cpu_node",    "weight",       "read_ratio",        "file_share",  "think_ns",
-	"prefault",    "file_first",   "anon_mib",          "file_mib",    "distribution",
-	"center",      "stddev",       "zipf_s",            "file_distribution", "file_center",
-	"file_stddev", "file_zipf_s",  "trace",
+	"cpu_node",    "weight",      "read_ratio",   "file_share", "think_ns", "prefault", "file_first",
+	"anon_mib",    "file_mib",    "distribution", "center",     "stddev",   "zipf_s",   "file_distribution",
+	"file_center", "file_stddev", "file_zipf_s",  "trace",
 };
 #define NR_PROC_KEYS (sizeof(proc_keys) / sizeof(proc_keys[0]))
 
@@ -70,7 +69,7 @@ static bool proc_entry(struct tb_cfg *c, struct tb_workload *w, const char *sec,
 			return tb_cfg_error(c, sec, NULL, "more than %d processes", TB_WL_MAX_PROCS);
 		if (strlen(name) >= sizeof(w->proc[0].name))
 			return tb_cfg_error(c, sec, NULL, "process name longer than %zu characters",
-					 sizeof(w->proc[0].name) - 1);
+					    sizeof(w->proc[0].name) - 1);
 		i = (int)w->nr_procs++;
 		struct tb_proc_spec *p = &w->proc[i];
 		snprintf(p->name, sizeof(p->name), "%s", name);
@@ -147,7 +146,10 @@ static bool phase_entry(struct tb_cfg *c, struct tb_workload *w, const char *sec
 	static const struct {
 		const char *key;
 		unsigned bit;
-	} fields[] = {{"center", TB_PH_CENTER}, {"stddev", TB_PH_STDDEV}, {"distribution", TB_PH_DIST}, {"zipf_s", TB_PH_ZIPF}};
+	} fields[] = {{"center", TB_PH_CENTER},
+		      {"stddev", TB_PH_STDDEV},
+		      {"distribution", TB_PH_DIST},
+		      {"zipf_s", TB_PH_ZIPF}};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (!strcmp(key, fields[i].key)) {
 			ph->set |= fields[i].bit;
@@ -157,14 +159,16 @@ static bool phase_entry(struct tb_cfg *c, struct tb_workload *w, const char *sec
 		ph->set |= TB_PH_READ;
 		return tb_cfg_double(c, sec, key, val, 0, 1, &ph->read_ratio);
 	}
-	return tb_cfg_error(c, sec, key, "unknown key (known: at_s, process, center, stddev, distribution, zipf_s, "
-				      "read_ratio)");
+	return tb_cfg_error(c, sec, key,
+			    "unknown key (known: at_s, process, center, stddev, distribution, zipf_s, "
+			    "read_ratio)");
 }
 
 static bool workload_section(struct tb_cfg *c, const char *sec)
 {
 	const char *name;
-	if (tb_cfg_section_is(sec, "process", &name) || tb_cfg_section_is(sec, "phase", &name) || !strcmp(sec, "workload"))
+	if (tb_cfg_section_is(sec, "process", &name) || tb_cfg_section_is(sec, "phase", &name) ||
+	    !strcmp(sec, "workload"))
 		return true;
 	return tb_cfg_error(c, sec, NULL, "unknown section (expected [workload], [process NAME], [phase NAME])");
 }
@@ -178,7 +182,8 @@ static bool workload_entry(struct tb_cfg *c, const char *sec, const char *key, c
 	if (tb_cfg_section_is(sec, "phase", &name))
 		return phase_entry(c, w, sec, name, key, val);
 	if (strcmp(sec, "workload") != 0)
-		return tb_cfg_error(c, sec, NULL, "unknown section (expected [workload], [process NAME], [phase NAME])");
+		return tb_cfg_error(c, sec, NULL,
+				    "unknown section (expected [workload], [process NAME], [phase NAME])");
 	if (!strcmp(key, "name"))
 		return tb_cfg_string(c, sec, key, val, w->name, sizeof(w->name));
 	if (!strcmp(key, "description"))
@@ -234,23 +239,27 @@ static int finish(struct tb_workload *w, const char *label, char *err, size_t le
 				return -EINVAL;
 			}
 			if (p->anon.pages && p->anon.pages != p->trace->nr_pages) {
-				snprintf(err, len, "%s: [process %s] anon_mib: the trace sets the size; remove it", label,
-					 p->name);
+				snprintf(err, len, "%s: [process %s] anon_mib: the trace sets the size; remove it",
+					 label, p->name);
 				return -EINVAL;
 			}
 			p->anon.pages = p->trace->nr_pages;
 		}
 		if (!p->anon.pages && !p->file.pages) {
-			snprintf(err, len, "%s: [process %s] anon_mib: missing (the process needs memory)", label, p->name);
+			snprintf(err, len, "%s: [process %s] anon_mib: missing (the process needs memory)", label,
+				 p->name);
 			return -EINVAL;
 		}
 		if (p->file_share > 0 && !p->file.pages) {
-			snprintf(err, len, "%s: [process %s] file_share: %g of accesses go to a page cache of 0 MiB; set file_mib",
-				 label, p->name, p->file_share);
+			snprintf(
+				err, len,
+				"%s: [process %s] file_share: %g of accesses go to a page cache of 0 MiB; set file_mib",
+				label, p->name, p->file_share);
 			return -EINVAL;
 		}
 		if (!p->anon.pages && p->file_share < 1) {
-			snprintf(err, len, "%s: [process %s] file_share: must be 1 without an anon region", label, p->name);
+			snprintf(err, len, "%s: [process %s] file_share: must be 1 without an anon region", label,
+				 p->name);
 			return -EINVAL;
 		}
 	}
@@ -261,8 +270,8 @@ static int finish(struct tb_workload *w, const char *label, char *err, size_t le
 			return -EINVAL;
 		}
 		if (w->proc[ph->proc].anon.kind == TB_DIST_TRACE) {
-			snprintf(err, len, "%s: [phase %s] process: a trace replay has no distribution to change", label,
-				 ph->name);
+			snprintf(err, len, "%s: [phase %s] process: a trace replay has no distribution to change",
+				 label, ph->name);
 			return -EINVAL;
 		}
 	}

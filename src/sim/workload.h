@@ -27,12 +27,12 @@ struct tb_proc_spec {
 	char name[32];
 	unsigned cpu_node;
 	unsigned cpu_node_line; /* where the file set it; 0: the default */
-	double weight;     /* share of all accesses, relative to the other processes */
-	double read_ratio; /* reads / (reads + writes) */
-	double file_share; /* share of its accesses that go to the page cache */
-	double think_ns;   /* compute time between two accesses */
-	bool prefault;     /* touch every page before the run, in address order */
-	bool file_first;   /* prefault the page cache before the anon region */
+	double weight;          /* share of all accesses, relative to the other processes */
+	double read_ratio;      /* reads / (reads + writes) */
+	double file_share;      /* share of its accesses that go to the page cache */
+	double think_ns;        /* compute time between two accesses */
+	bool prefault;          /* touch every page before the run, in address order */
+	bool file_first;        /* prefault the page cache before the anon region */
 	struct tb_region_spec anon, file;
 	char trace_path[512]; /* after loading: the path the trace was read from */
 	struct tb_trace *trace;

@@ -76,10 +76,11 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	return c->handler(c, section, name, value) ? 1 : 0;
 }
 
-int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user, char *err,
-	      size_t errlen)
+int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user,
+		 char *err, size_t errlen)
 {
-	struct tb_cfg c = {.file = label, .err = err, .errlen = errlen, .user = user, .handler = h, .section_ok = check};
+	struct tb_cfg c = {
+		.file = label, .err = err, .errlen = errlen, .user = user, .handler = h, .section_ok = check};
 	struct reader r = {text, &c};
 	err[0] = '\0';
 	int rc = ini_parse_stream(read_line, &r, on_entry, &c);
@@ -110,7 +111,7 @@ bool tb_cfg_error(struct tb_cfg *c, const char *section, const char *key, const 
 }
 
 bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
-	     uint64_t *out)
+		uint64_t *out)
 {
 	unsigned long long v;
 	int rc = tb_parse_whole(val, min, max, &v);
@@ -124,7 +125,7 @@ bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *
 }
 
 bool tb_cfg_double(struct tb_cfg *c, const char *sec, const char *key, const char *val, double min, double max,
-		double *out)
+		   double *out)
 {
 	double v;
 	int rc = tb_parse_real(val, min, max, &v);
@@ -170,7 +171,8 @@ char *tb_cfg_read_file(const char *path, size_t *len, char *err, size_t errlen)
 	}
 	struct stat sb;
 	if (fstat(fd, &sb) || S_ISDIR(sb.st_mode)) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, S_ISDIR(sb.st_mode) ? "a directory" : strerror(errno));
+		snprintf(err, errlen, "%s: cannot read: %s", path,
+			 S_ISDIR(sb.st_mode) ? "a directory" : strerror(errno));
 		close(fd);
 		return NULL;
 	}

@@ -28,15 +28,15 @@ struct tb_cfg {
 /* Parses text; the handler returns false after calling tb_cfg_error, and so
  * does check for a section it does not know. A section without any key is
  * refused too (an empty one is a typo or a leftover). 0 or -EINVAL. */
-int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user, char *err,
-	      size_t errlen);
+int tb_cfg_parse(const char *label, const char *text, tb_cfg_handler h, tb_cfg_section_check check, void *user,
+		 char *err, size_t errlen);
 
 bool tb_cfg_error(struct tb_cfg *c, const char *section, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 bool tb_cfg_u64(struct tb_cfg *c, const char *sec, const char *key, const char *val, uint64_t min, uint64_t max,
-	     uint64_t *out);
+		uint64_t *out);
 bool tb_cfg_double(struct tb_cfg *c, const char *sec, const char *key, const char *val, double min, double max,
-		double *out);
+		   double *out);
 bool tb_cfg_bool(struct tb_cfg *c, const char *sec, const char *key, const char *val, bool *out);
 bool tb_cfg_string(struct tb_cfg *c, const char *sec, const char *key, const char *val, char *out, size_t len);
 

@@ -12,8 +12,7 @@
 /* S as a decimal whole number from MIN to MAX: 0, -EINVAL if S is not a whole
  * number (a sign, a space or anything after the digits), -ERANGE if it is
  * outside MIN..MAX (*OUT then holds the value, saturated, for the message). */
-static inline int tb_parse_whole(const char *s, unsigned long long min, unsigned long long max,
-				 unsigned long long *out)
+static inline int tb_parse_whole(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
 {
 	if (!s || s[0] < '0' || s[0] > '9')
 		return -EINVAL;

@@ -53,8 +53,8 @@ int tb_outfile_open(struct tb_outfile *o, const char *path, char *err, size_t le
 		return -errno;
 	}
 	if (exists && S_ISLNK(sb.st_mode)) {
-		snprintf(err, len, "%s: a symbolic link; output is never written through links: give the file's own path",
-			 path);
+		snprintf(err, len,
+			 "%s: a symbolic link; output is never written through links: give the file's own path", path);
 		return -EEXIST;
 	}
 	if (exists && !S_ISREG(sb.st_mode)) {

@@ -51,8 +51,8 @@ int main(void)
 	uint64_t s = 0;
 	for (size_t i = 0; i < keep_n; i++)
 		s += keep[i];
-	printf("mappings grew by %s, %d wrong bytes, checksum %016llx\n", most - base <= 16 ? "at most 16" : "more than 16",
-	       bad, (unsigned long long)s);
+	printf("mappings grew by %s, %d wrong bytes, checksum %016llx\n",
+	       most - base <= 16 ? "at most 16" : "more than 16", bad, (unsigned long long)s);
 	if (most - base > 16)
 		fprintf(stderr, "churn: %d mappings at most, %d at start\n", most, base);
 	return bad || most - base > 16;

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 		size_t got = 0;
 		lseek(fd, 0, SEEK_SET);
 		while (got < LEN) {
-			ssize_t r = round % 2 ? pread(fd, dst + got, LEN - got, (off_t)got) : read(fd, dst + got, LEN - got);
+			ssize_t r = round % 2 ? pread(fd, dst + got, LEN - got, (off_t)got)
+					      : read(fd, dst + got, LEN - got);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0) {

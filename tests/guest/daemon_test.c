@@ -57,9 +57,9 @@ static void wait_ms(unsigned ms)
 }
 
 struct prog {
-	pid_t pid;     /* guest_hotcold */
-	pid_t runner;  /* what was started: guest_hotcold itself, or tierbal exec */
-	FILE *out;     /* its stdout, when piped */
+	pid_t pid;    /* guest_hotcold */
+	pid_t runner; /* what was started: guest_hotcold itself, or tierbal exec */
+	FILE *out;    /* its stdout, when piped */
 	uintptr_t cold, hot;
 	size_t ncold, nhot;
 	void **cold_pages, **hot_pages;
@@ -227,8 +227,8 @@ static pid_t spawn_run(const struct prog *p, const char *log, const char *sample
 	write_file("/tmp/tb.ini", config);
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
-	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini",
-			sampler ? "--sampler" : NULL, (char *)sampler, NULL};
+	char *argv[] = {"tierbal",       "run", "--pid", pid, "--config", "/tmp/tb.ini", sampler ? "--sampler" : NULL,
+			(char *)sampler, NULL};
 	return spawn(argv, -1, log, 0);
 }
 
@@ -353,7 +353,8 @@ static void test_errors(void)
 	free(out);
 	char *cg[] = {"tierbal", "run", "--cgroup", "/sys/fs/cgroup/no-such-group", "--socket", SOCK, NULL};
 	rc = run(cg, &out, 0);
-	check(rc == 2 && strstr(out, "cannot read its cgroup.procs"), "an unreadable cgroup: status %d (bad input)", rc);
+	check(rc == 2 && strstr(out, "cannot read its cgroup.procs"), "an unreadable cgroup: status %d (bad input)",
+	      rc);
 	free(out);
 	write_file("/tmp/garbage.ini", "[daemon]\nsample_ms = fast\n");
 	char *bad[] = {"tierbal", "run", "--pid", "1", "--config", "/tmp/garbage.ini", NULL};
@@ -361,7 +362,8 @@ static void test_errors(void)
 	check(rc == 2 && strstr(out, "/tmp/garbage.ini:2: [daemon] sample_ms"), "a garbage config: status %d: %s", rc,
 	      out);
 	free(out);
-	write_file("/tmp/garbage.ini", "\x7f" "ELF\x01\x02 binary junk\n[[[\n");
+	write_file("/tmp/garbage.ini", "\x7f"
+				       "ELF\x01\x02 binary junk\n[[[\n");
 	rc = run(bad, &out, 0);
 	check(rc == 2, "a binary config: status %d", rc);
 	free(out);
@@ -377,8 +379,8 @@ static void test_errors(void)
 	snprintf(pb, sizeof(pb), "%d", (int)b.pid);
 	char *asnobody[] = {"tierbal", "run", "--pid", pa, "--once", "--socket", "/tmp/nobody.sock", NULL};
 	rc = run(asnobody, &out, 65534);
-	check(rc == 1 && strstr(out, "needs CAP_SYS_NICE"), "an unprivileged user is refused (no CAP_SYS_NICE): status %d",
-	      rc);
+	check(rc == 1 && strstr(out, "needs CAP_SYS_NICE"),
+	      "an unprivileged user is refused (no CAP_SYS_NICE): status %d", rc);
 	free(out);
 	pid_t me = fork();
 	if (me == 0) {
@@ -409,12 +411,14 @@ static void test_errors(void)
 	/* SIGHUP: garbage is rejected and the old configuration kept, a good one is taken */
 	write_file("/tmp/tb.ini", "[daemon]\nsample_ms = 200\npolicy = nonsense\n");
 	kill(d, SIGHUP);
-	check(wait_stat("config_rejected", 1, 10000) == 1 && alive(d), "SIGHUP with a bad config: rejected, still running");
+	check(wait_stat("config_rejected", 1, 10000) == 1 && alive(d),
+	      "SIGHUP with a bad config: rejected, still running");
 	rc = run((char *[]){"tierbal", "stat", "--socket", SOCK, NULL}, &out, 0);
 	check(rc == 0 && strstr(out, "policy hot-threshold\n"), "the old policy is kept");
 	free(out);
 	char good[256];
-	snprintf(good, sizeof(good), "%s[knobs]\nnuma_balancing_hot_threshold_ms = 500\n[daemon]\npolicy = always\n", config);
+	snprintf(good, sizeof(good), "%s[knobs]\nnuma_balancing_hot_threshold_ms = 500\n[daemon]\npolicy = always\n",
+		 config);
 	write_file("/tmp/tb.ini", good);
 	kill(d, SIGHUP);
 	check(wait_stat("config_reloads", 1, 10000) == 1, "SIGHUP with a good config: reloaded");
@@ -524,8 +528,8 @@ static void test_exec(void)
 	}
 	struct prog p;
 	/* 100 MiB left free, not 40: tierbal exec starts while the program fills node 0, and needs some */
-	char *argv[] = {"tierbal", "exec", "--stats=/tmp/exec.stats", "--log", "/tmp/exec.log", "--socket", SOCK,
-			"--", "guest_hotcold_dyn", "100", "128", NULL};
+	char *argv[] = {"tierbal", "exec", "--stats=/tmp/exec.stats", "--log", "/tmp/exec.log", "--socket",
+			SOCK,      "--",   "guest_hotcold_dyn",       "100",   "128",           NULL};
 	if (start_prog(&p, argv)) {
 		check(0, "tierbal exec started guest_hotcold_dyn");
 		return;
@@ -543,8 +547,9 @@ static void test_exec(void)
 			break;
 	}
 	/* tierbal exec watches the program from its first instruction: a few pages may move while it fills them */
-	check(hot0 < p.nhot / 100 && frac >= 0.9, "under tierbal exec: %.1f%% of the hot set on node 0 after %u s (from %zu pages)",
-	      100 * frac, secs, hot0);
+	check(hot0 < p.nhot / 100 && frac >= 0.9,
+	      "under tierbal exec: %.1f%% of the hot set on node 0 after %u s (from %zu pages)", 100 * frac, secs,
+	      hot0);
 	size_t demoted = p.ncold - on_node(p.pid, p.cold_pages, p.ncold, 0);
 	check(demoted > 0, "cold pages demoted to make room: %zu", demoted);
 	long long faults = stat_value("uffd_faults"), promoted = stat_value("pgpromote_success");
@@ -614,8 +619,7 @@ static void test_faults(void)
 		inside = in_syscall(d) == SYS_move_pages;
 	kill(d, SIGKILL);
 	waitpid(d, NULL, 0);
-	check(inside, "the daemon was killed with SIGKILL inside move_pages (after %u ms)",
-	      (unsigned)(ms_now() - t0));
+	check(inside, "the daemon was killed with SIGKILL inside move_pages (after %u ms)", (unsigned)(ms_now() - t0));
 	check(kill(p.pid, 0) == 0, "the target runs on after the daemon's death");
 
 	d = spawn_run(&p, "/tmp/tb-flood.log", NULL);
@@ -669,7 +673,8 @@ static void test_dry_run(void)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
 	write_file("/tmp/tb.ini", config);
-	char *argv[] = {"tierbal", "run", "--pid", pid, "--config", "/tmp/tb.ini", "--dry-run", "--duration", "8", NULL};
+	char *argv[] = {"tierbal",     "run",       "--pid",      pid, "--config",
+			"/tmp/tb.ini", "--dry-run", "--duration", "8", NULL};
 	char *out;
 	int rc = run(argv, &out, 0);
 	size_t hot0 = on_node(p.pid, p.hot_pages, p.nhot, 0), cold1 = on_node(p.pid, p.cold_pages, p.ncold, 1);
@@ -702,7 +707,8 @@ static char *damon_read(const char *path)
 static void test_damon(void)
 {
 	char *out = damon_read(KDAMONDS "/nr_kdamonds");
-	check(out[0] == '0', "DAMON sysfs present, no kdamond before tierbal (nr_kdamonds %s)", out[0] ? out : "missing");
+	check(out[0] == '0', "DAMON sysfs present, no kdamond before tierbal (nr_kdamonds %s)",
+	      out[0] ? out : "missing");
 	free(out);
 	struct prog p;
 	/* 6.12 keeps more of node 0 in reserve than 6.1: 40 MiB left free is an OOM kill there */
@@ -717,8 +723,10 @@ static void test_damon(void)
 	 * 5-19 s), so the goal is lower than soft-dirty's, which sees every page */
 	unsigned secs;
 	double frac = wait_promoted(&p, d, 0.8, &secs);
-	check(frac >= 0.8, "under tierbal run --sampler damon: %.1f%% of the hot set on node 0 after %u s (goal >= 80%% "
-	      "within 60 s)", 100 * frac, secs);
+	check(frac >= 0.8,
+	      "under tierbal run --sampler damon: %.1f%% of the hot set on node 0 after %u s (goal >= 80%% "
+	      "within 60 s)",
+	      100 * frac, secs);
 	out = damon_read(KDAMONDS "/0/state");
 	check(!strncmp(out, "on", 2), "tierbal's kdamond runs (state %s)", out);
 	free(out);

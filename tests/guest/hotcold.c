@@ -70,14 +70,16 @@ int main(int argc, char **argv)
 	char *hot = cold && gen && nhot ? area(nhot, 1, ncold) : NULL;
 	char *hot2 = hot && gen2 && shift_s > 0 ? area(nhot, 1, ncold + nhot) : NULL;
 	if (!cold || (nhot && !hot) || (shift_s > 0 && !hot2)) {
-		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold, nhot * (shift_s > 0 ? 2 : 1));
+		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold,
+			nhot * (shift_s > 0 ? 2 : 1));
 		free(gen);
 		free(gen2);
 		return 2;
 	}
 	if (hot2)
-		printf("ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu passes %lx\n", (int)getpid(), (unsigned long)cold,
-		       ncold, (unsigned long)hot, nhot, (unsigned long)hot2, nhot, (unsigned long)&passes);
+		printf("ready %d cold %lx %zu hot %lx %zu hot2 %lx %zu passes %lx\n", (int)getpid(),
+		       (unsigned long)cold, ncold, (unsigned long)hot, nhot, (unsigned long)hot2, nhot,
+		       (unsigned long)&passes);
 	else
 		printf("ready %d cold %lx %zu hot %lx %zu passes %lx\n", (int)getpid(), (unsigned long)cold, ncold,
 		       (unsigned long)hot, nhot, (unsigned long)&passes);

@@ -55,7 +55,7 @@ const struct tb_sampler_ops fake_sampler = {f_arm};
 
 /* a fast and a slow node, the kernel's knobs */
 struct tb_engine_config config(struct fake *f, uint32_t policy, uint32_t nr_pages,
-				      const struct tb_platform_ops *platform)
+			       const struct tb_platform_ops *platform)
 {
 	struct tb_engine_config c = {
 		.policy = policy,

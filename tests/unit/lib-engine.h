@@ -33,7 +33,7 @@ bool f_young(void *ctx, uint32_t p);
 extern const struct tb_platform_ops fake_platform;
 extern const struct tb_sampler_ops fake_sampler;
 struct tb_engine_config config(struct fake *f, uint32_t policy, uint32_t nr_pages,
-				      const struct tb_platform_ops *platform);
+			       const struct tb_platform_ops *platform);
 struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *));
 void destroy(struct fake *f);
 uint64_t ctr(struct fake *f, enum tb_counter c);
@@ -52,8 +52,8 @@ struct engine_case {
 };
 int engine_setup(void **state);
 int engine_teardown(void **state);
-#define engine_test(fn, policy, tweak)                                                                       \
-	cmocka_unit_test_prestate_setup_teardown(fn, engine_setup, engine_teardown,                          \
+#define engine_test(fn, policy, tweak)                                                                                 \
+	cmocka_unit_test_prestate_setup_teardown(fn, engine_setup, engine_teardown,                                    \
 						 &((struct engine_case){(policy), (tweak)}))
 
 #endif

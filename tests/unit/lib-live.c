@@ -193,8 +193,8 @@ static void s_mark_hot_half(void *ctx, pid_t pid, uintptr_t addr, size_t n, cons
 		acc[i] = k >= (long)PAGES / 2 ? TB_ACC_READ | TB_ACC_WRITE : 0;
 	}
 }
-const struct tb_access_ops hot_half = {"fake-half", s_attach,    s_detach,  s_round,
-					       s_mark_hot_half, s_round_end, s_destroy, NULL};
+const struct tb_access_ops hot_half = {"fake-half",     s_attach,    s_detach,  s_round,
+				       s_mark_hot_half, s_round_end, s_destroy, NULL};
 
 /* the sampler: every page written, but it takes back what it said about the first half (as the
  * soft-dirty sampler does for a mapping the kernel flagged dirty as a whole) */
@@ -206,8 +206,8 @@ static bool s_first_half_unreliable(void *ctx, pid_t pid, uintptr_t addr, uintpt
 	*end = addr < f->base ? f->base : addr < mid ? mid : UINTPTR_MAX;
 	return addr >= f->base && addr < mid;
 }
-const struct tb_access_ops half_unreliable = {"fake-unreliable", s_attach, s_detach,  s_round,
-						      s_mark,           s_round_end, s_destroy, s_first_half_unreliable};
+const struct tb_access_ops half_unreliable = {
+	"fake-unreliable", s_attach, s_detach, s_round, s_mark, s_round_end, s_destroy, s_first_half_unreliable};
 
 
 /* tierbal exec's target: it loads the real runtime (libtierbal-rt.so, as LD_PRELOAD would), which
@@ -263,9 +263,13 @@ void two_nodes(struct tb_topology *topo, struct tb_dconfig *dc)
 {
 	*topo = (struct tb_topology){.nr_nodes = 2, .source = TB_TIERS_CPULESS};
 	for (int i = 0; i < 2; i++)
-		topo->node[i] = (struct tb_topo_node){.id = i, .nr_cpus = i ? 0 : 2, .total_bytes = NODE_PAGES * 4096ull,
-						      .free_bytes = NODE_PAGES * 4096ull, .tier = (unsigned)i,
-						      .kernel_tier = -1, .distance = {i ? 20 : 10, i ? 10 : 20}};
+		topo->node[i] = (struct tb_topo_node){.id = i,
+						      .nr_cpus = i ? 0 : 2,
+						      .total_bytes = NODE_PAGES * 4096ull,
+						      .free_bytes = NODE_PAGES * 4096ull,
+						      .tier = (unsigned)i,
+						      .kernel_tier = -1,
+						      .distance = {i ? 20 : 10, i ? 10 : 20}};
 	tb_dconfig_default(dc);
 	dc->knobs.scan_delay_ms = 0;
 	dc->knobs.scan_period_min_ms = 10;
@@ -384,9 +388,13 @@ void rt_accept(struct rt_session *r, pid_t child)
 	if (r->uffd < 0 || !r->h.park_addr)
 		fail_msg("the runtime set up no park area (uffd %d, error %s)", r->uffd,
 			 strerror(r->h.park_err ? r->h.park_err : r->h.err));
-	r->rd = (struct tb_uffd_rt){.chan = chan, .tid = r->h.mover_tid, .park_addr = (uintptr_t)r->h.park_addr,
-				    .park_len = (size_t)r->h.park_len, .own_addr = (uintptr_t)r->h.own_addr,
-				    .own_len = (size_t)r->h.own_len, .keep_addr = (uintptr_t)r->h.keep_addr};
+	r->rd = (struct tb_uffd_rt){.chan = chan,
+				    .tid = r->h.mover_tid,
+				    .park_addr = (uintptr_t)r->h.park_addr,
+				    .park_len = (size_t)r->h.park_len,
+				    .own_addr = (uintptr_t)r->h.own_addr,
+				    .own_len = (size_t)r->h.own_len,
+				    .keep_addr = (uintptr_t)r->h.keep_addr};
 }
 
 void rt_close(struct rt_session *r)

@@ -27,13 +27,13 @@ struct fake {
 	enum inject mode;
 	pid_t child;
 	uintptr_t base;
-	int node[PAGES];       /* where each page of the region is */
-	bool tried[PAGES];     /* BUSY_ONCE: attempted before */
-	unsigned cap0;         /* NOMEM: node 0 holds at most this many of them */
+	int node[PAGES];        /* where each page of the region is */
+	bool tried[PAGES];      /* BUSY_ONCE: attempted before */
+	unsigned cap0;          /* NOMEM: node 0 holds at most this many of them */
 	unsigned failing_calls; /* CALL_FAILS: this many whole calls fail first */
-	unsigned others;       /* pages of node 0 that other programs and the kernel hold */
+	unsigned others;        /* pages of node 0 that other programs and the kernel hold */
 	uint64_t calls, busy, nomem, call_errors, moves_after_exit;
-	size_t most_in_call;   /* the largest move to node 0 in one call */
+	size_t most_in_call; /* the largest move to node 0 in one call */
 	bool exited;
 };
 
@@ -77,7 +77,7 @@ struct live_fixture {
 };
 int live_setup(void **state);
 int live_teardown(void **state);
-#define live_test(fn, mode) \
+#define live_test(fn, mode)                                                                                            \
 	cmocka_unit_test_prestate_setup_teardown(fn, live_setup, live_teardown, (void *)(uintptr_t)(mode))
 
 #endif

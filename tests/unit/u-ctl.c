@@ -84,10 +84,11 @@ static void test_ctl(void **state)
 		if (c == 0) {
 			char *ans = NULL, e[256];
 			int rc = tb_ctl_request(path, round ? "bogus" : "stat", &ans, e, sizeof(e));
-			int ok = round ? rc == -EPERM && strstr(e, "unknown request") : rc == 0 &&
-				 !strcmp(ans, "pgpromote_success 7\nsampler softdirty\n");
+			int ok = round ? rc == -EPERM && strstr(e, "unknown request")
+				       : rc == 0 && !strcmp(ans, "pgpromote_success 7\nsampler softdirty\n");
 			if (!ok)
-				fprintf(stderr, "round %d: rc %d, err '%s', answer '%s'\n", round, rc, e, ans ? ans : "");
+				fprintf(stderr, "round %d: rc %d, err '%s', answer '%s'\n", round, rc, e,
+					ans ? ans : "");
 			_exit(ok ? 0 : 1);
 		}
 		/* the client's connection waits in the backlog until served */

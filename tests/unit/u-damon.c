@@ -82,14 +82,21 @@ static void fake_tree(bool tried, const char *state)
 	mkfile("0/contexts/0/schemes/nr_schemes", "1\n");
 	/* the files a kdamond directory has, which the sampler writes */
 	static const char *const files[] = {
-		"0/contexts/0/operations", "0/contexts/0/monitoring_attrs/intervals/sample_us",
-		"0/contexts/0/monitoring_attrs/intervals/aggr_us", "0/contexts/0/monitoring_attrs/intervals/update_us",
-		"0/contexts/0/monitoring_attrs/nr_regions/min", "0/contexts/0/monitoring_attrs/nr_regions/max",
-		"0/contexts/0/targets/nr_targets", "0/contexts/0/targets/0/pid_target", "0/contexts/0/schemes/0/action",
-		"0/contexts/0/schemes/0/access_pattern/sz/min", "0/contexts/0/schemes/0/access_pattern/sz/max",
+		"0/contexts/0/operations",
+		"0/contexts/0/monitoring_attrs/intervals/sample_us",
+		"0/contexts/0/monitoring_attrs/intervals/aggr_us",
+		"0/contexts/0/monitoring_attrs/intervals/update_us",
+		"0/contexts/0/monitoring_attrs/nr_regions/min",
+		"0/contexts/0/monitoring_attrs/nr_regions/max",
+		"0/contexts/0/targets/nr_targets",
+		"0/contexts/0/targets/0/pid_target",
+		"0/contexts/0/schemes/0/action",
+		"0/contexts/0/schemes/0/access_pattern/sz/min",
+		"0/contexts/0/schemes/0/access_pattern/sz/max",
 		"0/contexts/0/schemes/0/access_pattern/nr_accesses/min",
 		"0/contexts/0/schemes/0/access_pattern/nr_accesses/max",
-		"0/contexts/0/schemes/0/access_pattern/age/min", "0/contexts/0/schemes/0/access_pattern/age/max",
+		"0/contexts/0/schemes/0/access_pattern/age/min",
+		"0/contexts/0/schemes/0/access_pattern/age/max",
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		mkfile(files[i], "");
@@ -176,7 +183,7 @@ static void test_damon_sysfs(void **state)
 	a.ops->destroy(a.ctx);
 }
 
-#define tree_test(fn, tried, kdamond)                                                                        \
+#define tree_test(fn, tried, kdamond)                                                                                  \
 	cmocka_unit_test_prestate_setup_teardown(fn, tree_setup, tree_teardown, &((struct tree){(tried), (kdamond)}))
 
 int main(void)

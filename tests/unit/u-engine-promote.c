@@ -82,7 +82,7 @@ static void rate_limited(struct tb_knobs *k)
 	k->promote_rate_limit_MBps = 1; /* 256 pages a second */
 	k->scan_period_max_ms = 1000;   /* adjust the threshold every second */
 	k->scan_period_min_ms = 100;
-	k->scan_size_mb = 1;            /* windows of 256 pages, every 100 ms / 80 windows */
+	k->scan_size_mb = 1; /* windows of 256 pages, every 100 ms / 80 windows */
 	k->free_space_bypass = 0;
 }
 

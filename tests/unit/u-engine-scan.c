@@ -182,8 +182,8 @@ static void test_adaptive_slows_scanner(void **state)
 	/* faults 300 ms after the scan never promote: the plain policy keeps
 	 * scanning at the fastest period, adaptive backs off to the slowest */
 	for (int adaptive = 0; adaptive < 2; adaptive++) {
-		struct fake *f = make(TB_POLICY_PROMOTE | TB_POLICY_HOT | (adaptive ? TB_POLICY_ADAPTIVE : 0),
-				      adaptive_scan);
+		struct fake *f =
+			make(TB_POLICY_PROMOTE | TB_POLICY_HOT | (adaptive ? TB_POLICY_ADAPTIVE : 0), adaptive_scan);
 		f->e->k.threshold_adjust = 0;
 		place(f, 0, 64, 1);
 		struct tb_space *sp = &f->e->spaces[0];

@@ -43,7 +43,8 @@ static int connect_to(const char *name)
 	size_t l = strlen(name);
 	memcpy(sa.sun_path, name, l);
 	sa.sun_path[0] = '\0';
-	assert_int_equal(connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + l)), 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + l)),
+			 0);
 	return s;
 }
 

@@ -181,12 +181,9 @@ static void test_zoneinfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nodelist),
-		cmocka_unit_test(test_maps_lines),
-		cmocka_unit_test(test_maps_of_self),
-		cmocka_unit_test(test_softdirty_probe_answers),
-		cmocka_unit_test(test_mover_count),
-		cmocka_unit_test(test_zoneinfo),
+		cmocka_unit_test(test_nodelist),     cmocka_unit_test(test_maps_lines),
+		cmocka_unit_test(test_maps_of_self), cmocka_unit_test(test_softdirty_probe_answers),
+		cmocka_unit_test(test_mover_count),  cmocka_unit_test(test_zoneinfo),
 	};
 	return tb_test_run("linux", tests, sizeof(tests) / sizeof(tests[0]));
 }

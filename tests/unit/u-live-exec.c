@@ -66,8 +66,9 @@ static void test_exec_node_filling(void **state)
 		calls++;
 		long after = (long)NODE_PAGES - (long)on_node(f, 0) - (long)f->others;
 		if (after < high && after < before)
-			fail_msg("call %u: hint faults took node 0 from %ld to %ld free pages, under its high watermark %ld",
-				 calls, before, after, high);
+			fail_msg(
+				"call %u: hint faults took node 0 from %ld to %ld free pages, under its high watermark %ld",
+				calls, before, after, high);
 		if (grown < 32) {
 			f->others++; /* meanwhile, others allocate */
 			grown++;
@@ -121,7 +122,8 @@ static void test_exec_park_only_registered(void **state)
 		munmap(r, chunk); /* the hole the registration meets */
 		if (write(ack[1], &b, 1) != 1 || read(cmd[0], &b, 1) != 1)
 			_exit(2);
-		char *n = mmap(r, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		char *n = mmap(r, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+			       0);
 		if (n != r)
 			_exit(2);
 		madvise(n, chunk, MADV_NOHUGEPAGE);
@@ -141,8 +143,12 @@ static void test_exec_park_only_registered(void **state)
 	char b;
 	assert_int_equal(read(ack[0], &b, 1), 1);
 	/* the maps as read before the hole: both chunks, one mapping */
-	struct tb_vma v = {.start = (uintptr_t)r, .end = (uintptr_t)r + 2 * chunk, .readable = true, .writable = true,
-			   .private = true, .anon = true};
+	struct tb_vma v = {.start = (uintptr_t)r,
+			   .end = (uintptr_t)r + 2 * chunk,
+			   .readable = true,
+			   .writable = true,
+			   .private = true,
+			   .anon = true};
 	assert_int_equal(tb_uffd_sync(u, c, &v, 1), 0); /* the kernel says yes: it registered the second chunk */
 	assert_int_equal(write(cmd[1], &b, 1), 1);
 	assert_int_equal(read(ack[0], &b, 1), 1); /* the first chunk is mapped again and written */
@@ -151,12 +157,13 @@ static void test_exec_park_only_registered(void **state)
 	int status;
 	assert_int_equal(waitpid(c, &status, 0), c);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		fail_msg("the program read wrong data (status %d): a page was parked from a mapping not registered", status);
+		fail_msg("the program read wrong data (status %d): a page was parked from a mapping not registered",
+			 status);
 	struct tb_uffd_stats st;
 	tb_uffd_stats(u, &st);
 	assert_int_equal(st.arm_unregistered, chunk / 4096); /* the mapping in the hole: left alone */
-	assert_int_equal(st.park.windows, chunk / 4096);   /* the registered chunk, page by page */
-	assert_int_equal(st.park.restored, chunk / 4096);  /* and back when read */
+	assert_int_equal(st.park.windows, chunk / 4096);     /* the registered chunk, page by page */
+	assert_int_equal(st.park.restored, chunk / 4096);    /* and back when read */
 	assert_int_equal(st.park.lost, 0);
 	tb_uffd_free(u);
 	rt_close(&ses);

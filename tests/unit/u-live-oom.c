@@ -72,7 +72,8 @@ static void test_every_allocation_fails(void **state)
 		struct tb_live *l;
 		allocs = 0;
 		fail_at = k;
-		int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){&all_hot, f}, "fake", NULL, log, err, sizeof(err));
+		int rc = tb_live_new(&l, &dc, &topo, (struct tb_access){&all_hot, f}, "fake", NULL, log, err,
+				     sizeof(err));
 		if (!rc) {
 			tb_live_set_mem_ops(l, &fake_mem, f);
 			rc = tb_live_add(l, f->child, false, err, sizeof(err));
@@ -147,8 +148,12 @@ static void test_exec_every_allocation_fails(void **state)
 		} else {
 			rc = tb_uffd_attach(u, c, ses.uffd, &ses.rd);
 			assert_true(rc == 0 || rc == -ENOMEM);
-			struct tb_vma v = {.start = (uintptr_t)r, .end = (uintptr_t)r + len, .readable = true,
-					   .writable = true, .private = true, .anon = true};
+			struct tb_vma v = {.start = (uintptr_t)r,
+					   .end = (uintptr_t)r + len,
+					   .readable = true,
+					   .writable = true,
+					   .private = true,
+					   .anon = true};
 			if (!rc) {
 				tb_uffd_sync(u, c, &v, 1); /* a failure leaves the mapping unregistered, and alone */
 				int arc = tb_uffd_arm(u, c, (uintptr_t)r, len, 1);
@@ -160,8 +165,9 @@ static void test_exec_every_allocation_fails(void **state)
 		int status;
 		assert_int_equal(waitpid(c, &status, 0), c);
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			fail_msg("allocation %ld failing: the program ended with status %d (0: what it wrote read back)", k,
-				 status);
+			fail_msg(
+				"allocation %ld failing: the program ended with status %d (0: what it wrote read back)",
+				k, status);
 		if (u) {
 			struct tb_uffd_stats st;
 			tb_uffd_stats(u, &st);

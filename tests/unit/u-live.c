@@ -186,7 +186,7 @@ static void test_hot_pages_stay(void **state)
 	struct tb_node_info ni;
 	tb_engine_node_info(tb_live_engine(l), 0, &ni);
 	f->others = NODE_PAGES - PAGES - (unsigned)ni.wmark_demote - 16;
-	rounds(l, f, 5, NULL); /* found, the hot half seen */
+	rounds(l, f, 5, NULL);        /* found, the hot half seen */
 	f->others += PAGES / 2 + 200; /* room only if hot pages go too */
 	rounds(l, f, 50, NULL);
 	assert_int_equal(hot_fast(f), PAGES / 2);

@@ -139,7 +139,8 @@ static void test_uffd_park(void **state)
 	}
 	const size_t win = 16, n = 64;
 	char *m = mmap(NULL, (n + win) * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *pa = mmap(NULL, 64 * win * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *pa =
+		mmap(NULL, 64 * win * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	assert_true(m != MAP_FAILED && pa != MAP_FAILED);
 	char *r = (char *)(((uintptr_t)m + win * 4096 - 1) & ~(uintptr_t)(win * 4096 - 1)); /* window-aligned */
 	madvise(m, (n + win) * 4096, MADV_NOHUGEPAGE);
@@ -160,7 +161,7 @@ static void test_uffd_park(void **state)
 	assert_int_equal(tb_park_window(&p, w0, win * 4096, 100), (long)(win * 4096));
 	assert_int_equal(tb_park_window(&p, w1 + 2 * 4096, 4 * 4096, 200), 4 * 4096);
 	assert_int_equal(tb_park_window(&p, w0, win * 4096, 300), (long)(win * 4096)); /* armed again while away */
-	assert_int_equal(tb_park_window(&p, w1 + 4 * 4096, 4 * 4096, 300), 4 * 4096); /* half away already */
+	assert_int_equal(tb_park_window(&p, w1 + 4 * 4096, 4 * 4096, 300), 4 * 4096);  /* half away already */
 	for (size_t i = 0; i < win; i++)
 		assert_false(present(pm, w0 + i * 4096));
 	assert_true(present(pm, w1 + 1 * 4096));

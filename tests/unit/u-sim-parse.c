@@ -37,7 +37,7 @@ static void test_machine_parse(void **state)
 	char err[512];
 	assert_int_equal(tb_machine_parse(&m, "tiny", tiny_machine, err, sizeof(err)), 0);
 	assert_int_equal(m.nr_nodes, 2);
-	assert_int_equal(m.node[1].tier, 1);    /* CPU-less means slow */
+	assert_int_equal(m.node[1].tier, 1);      /* CPU-less means slow */
 	assert_int_equal(m.node[0].demote_to, 1); /* automatic demotion target */
 	assert_int_equal(m.node[0].capacity_pages, 64 * 256);
 	/* copy = 4096 B at the slower of 50000 MB/s read and 8000 MB/s write */
@@ -54,7 +54,8 @@ static void test_machine_parse(void **state)
 		{"[machine]\nname = m\n[node 0]\n\n", "m.ini:3: [node 0]: empty section"},
 		{"[machine]\nname = x\nthis is not ini\n", "m.ini:3: not an INI line"},
 		{"[machine]\nname = x\n[node 0]\ncpus = yes\ncapacity_mib = 64\n", "at least two [node N]"},
-		{"[machine]\nname = x\n[node 0]\ncpus = yes\ncapacity_mib = 64\n[node 1]\ncapacity_mib = 64\n", "[node 0] read_ns: missing"},
+		{"[machine]\nname = x\n[node 0]\ncpus = yes\ncapacity_mib = 64\n[node 1]\ncapacity_mib = 64\n",
+		 "[node 0] read_ns: missing"},
 	};
 	for (size_t i = 0; i < sizeof(bad_machines) / sizeof(bad_machines[0]); i++)
 		expect_machine_error(bad_machines[i].text, bad_machines[i].msg);
@@ -63,7 +64,8 @@ static void test_machine_parse(void **state)
 	expect_machine_error(gap, "[node 2] is missing");
 	char bad_demote[1024];
 	snprintf(bad_demote, sizeof(bad_demote), "%s", tiny_machine);
-	strcat(bad_demote, "[node 2]\ncapacity_mib=64\nread_ns=1\nwrite_ns=1\nread_mbps=1\nwrite_mbps=1\ndemote_to=0\n");
+	strcat(bad_demote,
+	       "[node 2]\ncapacity_mib=64\nread_ns=1\nwrite_ns=1\nread_mbps=1\nwrite_mbps=1\ndemote_to=0\n");
 	expect_machine_error(bad_demote, "[node 2] demote_to: node 0 is not in a lower tier");
 }
 
@@ -117,13 +119,15 @@ static void test_workload_parse(void **state)
 		const char *text, *msg;
 	} bad_workloads[] = {
 		{"[workload]\nname = t\n[process a]\nanon_mib = -1\n", "w.ini:4: [process a] anon_mib"},
-		{"[workload]\nname = t\n[process a]\nread_ratio = 1.5\n", "w.ini:4: [process a] read_ratio: 1.5 is outside"},
+		{"[workload]\nname = t\n[process a]\nread_ratio = 1.5\n",
+		 "w.ini:4: [process a] read_ratio: 1.5 is outside"},
 		{"[workload]\nname = t\n[process a]\ndistribution = pareto\n", "w.ini:4: [process a] distribution"},
 		{"[workload]\nname = t\n[phase p]\nprocess = b\n", "w.ini:4: [phase p] process: no [process b]"},
 		{"[workload]\nname = t\n[process a]\nanon_mib = 8\nfile_share = 0.5\n", "file_share"},
 		{"[workload]\nname = t\n", "no [process NAME] section"},
 		{"[process a]\nanon_mib = 8\n", "[workload] name: missing"},
-		{"[workload]\nname = t\n[process a]\nanon_mib = 8\ntrace = /nonexistent.trace\n", "[process a] trace: /nonexistent.trace: cannot open"},
+		{"[workload]\nname = t\n[process a]\nanon_mib = 8\ntrace = /nonexistent.trace\n",
+		 "[process a] trace: /nonexistent.trace: cannot open"},
 	};
 	for (size_t i = 0; i < sizeof(bad_workloads) / sizeof(bad_workloads[0]); i++)
 		expect_workload_error(bad_workloads[i].text, bad_workloads[i].msg);

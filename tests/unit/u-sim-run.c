@@ -33,7 +33,7 @@ static void test_distributions(void **state)
 	assert_true(fabs(g->q[TB_GAUSS_N / 4] + g->q[3 * TB_GAUSS_N / 4]) < 1e-3);
 	/* the second level reaches far into the tail: Phi^-1(1 / 4096^2) = -5.2947 */
 	assert_true(fabs(g->tail[1] + 5.2947) < 1e-3);
-	assert_true(fabs(g->q[1] + 3.4871) < 1e-3); /* Phi^-1(1 / 4096) */
+	assert_true(fabs(g->q[1] + 3.4871) < 1e-3);              /* Phi^-1(1 / 4096) */
 	assert_true(fabs(g->tail[TB_GAUSS_N] - g->q[1]) < 1e-4); /* and joins the first */
 	/* the sampler: mean 0, sigma as asked, and the tail mass of a true Gaussian */
 	struct tb_gauss_offsets *o = malloc(sizeof(*o));
@@ -79,7 +79,8 @@ static void test_distributions(void **state)
 static void load(struct tb_machine *m, struct tb_workload *w, const char *wl)
 {
 	char err[512];
-	if (tb_machine_parse(m, "tiny", tiny_machine, err, sizeof(err)) || tb_workload_parse(w, "w", wl, err, sizeof(err)))
+	if (tb_machine_parse(m, "tiny", tiny_machine, err, sizeof(err)) ||
+	    tb_workload_parse(w, "w", wl, err, sizeof(err)))
 		fail_msg("%s", err);
 }
 
@@ -89,8 +90,14 @@ static const char small_gauss[] = "[workload]\nname = g\n[process a]\nanon_mib =
 static void run(const struct tb_machine *m, const struct tb_workload *w, uint32_t policy, bool oracle, uint64_t seed,
 		bool check, struct tb_sim_result *res)
 {
-	struct tb_sim_config c = {.machine = m, .workload = w, .policy = policy, .oracle = oracle, .seed = seed,
-			       .duration_s = 4, .interval_s = 0.25, .check = check};
+	struct tb_sim_config c = {.machine = m,
+				  .workload = w,
+				  .policy = policy,
+				  .oracle = oracle,
+				  .seed = seed,
+				  .duration_s = 4,
+				  .interval_s = 0.25,
+				  .check = check};
 	tb_knobs_default(&c.knobs);
 	char err[512];
 	if (tb_sim_run(&c, res, err, sizeof(err)))
@@ -222,8 +229,13 @@ static void test_reports(void **state)
 	struct tb_sim_result r[2];
 	run(&m, &w, TB_POLICY_PROMOTE, false, 1, false, &r[0]);
 	run(&m, &w, 0, true, 1, false, &r[1]);
-	struct tb_report rep = {.machine = &m, .workload = &w, .seed = 1, .duration_s = 4, .results = r, .nr_results = 1,
-			     .oracle = &r[1]};
+	struct tb_report rep = {.machine = &m,
+				.workload = &w,
+				.seed = 1,
+				.duration_s = 4,
+				.results = r,
+				.nr_results = 1,
+				.oracle = &r[1]};
 	char *buf;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);

@@ -207,12 +207,9 @@ static void test_stretches(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_proc_stat),
-		cmocka_unit_test(test_target_checks),
-		cmocka_unit_test(test_privileges),
-		cmocka_unit_test(test_cgroup_pids),
-		cmocka_unit_test(test_idmap),
-		cmocka_unit_test(test_stretches),
+		cmocka_unit_test(test_proc_stat),  cmocka_unit_test(test_target_checks),
+		cmocka_unit_test(test_privileges), cmocka_unit_test(test_cgroup_pids),
+		cmocka_unit_test(test_idmap),      cmocka_unit_test(test_stretches),
 	};
 	return tb_test_run("target", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -61,8 +61,12 @@ static void test_uffd(void **state)
 	char *r = (char *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
 	madvise(r, n * 4096, MADV_NOHUGEPAGE);
 	memset(r, 1, n * 4096);
-	struct tb_vma v = {.start = (uintptr_t)m, .end = (uintptr_t)m + (4u << 20), .readable = true, .writable = true,
-			   .private = true, .anon = true};
+	struct tb_vma v = {.start = (uintptr_t)m,
+			   .end = (uintptr_t)m + (4u << 20),
+			   .readable = true,
+			   .writable = true,
+			   .private = true,
+			   .anon = true};
 	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0);
 	assert_int_equal(tb_uffd_sync(u, me, &v, 1), 0); /* known: not registered twice */
 	assert_int_equal(tb_uffd_arm(u, me, (uintptr_t)r, n * 4096, 0), 0);
