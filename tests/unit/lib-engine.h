@@ -27,18 +27,27 @@ struct fake {
 	struct tb_engine *e;
 };
 
+/* the fake platform and sampler (f_* for tests that build their own ops table) */
 uint64_t f_now(void *ctx);
 int f_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *st);
 bool f_young(void *ctx, uint32_t p);
 extern const struct tb_platform_ops fake_platform;
 extern const struct tb_sampler_ops fake_sampler;
+
+/* a fast and a slow node with the kernel's knobs; an engine on it (scan delay 0, one window over
+ * the whole space), and its end with the invariants checked */
 struct tb_engine_config config(struct fake *f, uint32_t policy, uint32_t nr_pages,
 			       const struct tb_platform_ops *platform);
 struct fake *make(uint32_t policy, void (*tweak)(struct tb_knobs *));
 void destroy(struct fake *f);
+
+/* what the engine says */
 uint64_t ctr(struct fake *f, enum tb_counter c);
 struct tb_node_info info(struct fake *f, unsigned n);
 uint64_t free_pages(struct fake *f, unsigned n);
+
+/* what the test does: time passing (a tick a millisecond), pages placed, a hint fault on an armed
+ * page, the fast node filled until LEFT pages are free, hint faults on up to MAX armed slow pages */
 void advance(struct fake *f, unsigned ms);
 void place(struct fake *f, uint32_t first, uint32_t n, unsigned node);
 void fault(struct fake *f, uint32_t p);

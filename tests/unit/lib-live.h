@@ -37,21 +37,36 @@ struct fake {
 	bool exited;
 };
 
+/* how many pages of the region are on NODE; the fake's move_pages and node sizes */
 unsigned on_node(const struct fake *f, int node);
 extern const struct tb_live_mem_ops fake_mem;
+
+/* samplers: every page of the region in use; its second half only; every page, but the first
+ * half's samples taken back */
 extern const struct tb_access_ops all_hot;
-struct fake *fake_start(enum inject mode);
 extern const struct tb_access_ops hot_half;
 extern const struct tb_access_ops half_unreliable;
+
+/* a child with the region on node 1; under tierbal exec, with the real runtime loaded and its
+ * userfaultfd in *uffd */
+struct fake *fake_start(enum inject mode);
 struct fake *fake_start_exec(int *uffd);
+
+/* the made-up machine, and a live context on it managing the child */
 void two_nodes(struct tb_topology *topo, struct tb_dconfig *dc);
 struct tb_live *live_start_sampler(struct fake *f, struct tb_access sampler, struct tb_uffd *u);
 struct tb_live *live_start_with(struct fake *f, const struct tb_access_ops *sampler);
 struct tb_live *live_start(struct fake *f);
+
+/* rounds until DONE (or MAX), the engine checked after each; checks that the engine's view is
+ * true to the fake's; ends the context and the child */
 unsigned rounds(struct tb_live *l, struct fake *f, unsigned max, bool (*done)(const struct fake *));
 bool all_fast(const struct fake *f);
+unsigned hot_fast(const struct fake *f);
+bool hot_half_fast(const struct fake *f);
 void assert_engine_true(struct tb_live *l, struct fake *f);
 void stop(struct tb_live *l, struct fake *f);
+
 /* The real runtime in a child, with a park area, and tierbal's end of its
  * sockets, for the test_exec_* tests. */
 struct rt_session {
@@ -67,8 +82,6 @@ void rt_listen(struct rt_session *r);
 void rt_load(const struct rt_session *r, const char *lib);
 void rt_accept(struct rt_session *r, pid_t child);
 void rt_close(struct rt_session *r);
-unsigned hot_fast(const struct fake *f);
-bool hot_half_fast(const struct fake *f);
 
 /* The fixture: a child with the fake's MODE, under a live context with the all_hot sampler. */
 struct live_fixture {
