@@ -98,11 +98,15 @@ int tb_ctl_listen(struct tb_ctl_sock *s, const char *path, char *err, size_t len
 	mode_t old = umask(0177); /* the socket is born 0600: no window where others may connect */
 	rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
 	umask(old);
+	bool bound = rc == 0;
 	struct stat sb;
 	if (rc || listen(fd, 16) || lstat(path, &sb)) {
 		rc = -errno;
 		/* EADDRINUSE here: something appeared at the path meanwhile, and stays */
-		snprintf(err, len, "control socket %s: %s", path, strerror(errno));
+		snprintf(err, len, "control socket %s: %s", path, strerror(-rc));
+		/* bound, then failed: the socket file is this daemon's, and goes */
+		if (bound && !lstat(path, &sb) && S_ISSOCK(sb.st_mode))
+			unlink(path);
 		close(fd);
 		return rc;
 	}
