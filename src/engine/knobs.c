@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "engine/knobs.h"
-#include "util/number.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/number.h"
 
 void tb_knobs_default(struct tb_knobs *k)
 {

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "util/cfg.h"
-#include "util/number.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +12,8 @@
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/number.h"
 
 struct reader {
 	const char *p;
