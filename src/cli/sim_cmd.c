@@ -93,6 +93,10 @@ static void list_all(void)
 	       "  combined       hot-threshold + active-lru\n"
 	       "  adaptive       tierbal's: hot threshold steered by ping-pong, scanner slowed by useless faults\n"
 	       "  oracle         best static placement per phase (always run as the upper bound)\n"
+	       "transparent huge pages (workload file, [process NAME] thp = MODE):\n"
+	       "  never          anon memory in 4 KiB pages only (the default)\n"
+	       "  madvise        huge pages for the share madvise_hugepage (default 1) of anon memory, on any node\n"
+	       "  always         huge pages for all anon memory, on the CPU's node only, except the madvised share\n"
 	       "knobs (--set NAME=VALUE):\n");
 	size_t n;
 	const struct tb_knob_desc *d = tb_knob_table(&n);

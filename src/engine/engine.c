@@ -77,7 +77,8 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 	size_t bytes = (size_t)cfg->nr_pages * sizeof(*e->meta);
 	/* zeroed: every page absent (pf_node), and untouched parts cost nothing */
 	e->meta = e->pops->table_alloc ? e->pops->table_alloc(e->pctx, bytes) : calloc(cfg->nr_pages, sizeof(*e->meta));
-	if (!e->meta)
+	e->huge = calloc(((size_t)cfg->nr_pages + TB_HPAGE_PAGES - 1) >> TB_HPAGE_ORDER, 1);
+	if (!e->meta || !e->huge)
 		goto nomem;
 	e->k = cfg->knobs;
 	e->policy = cfg->policy;
@@ -117,6 +118,7 @@ void tb_engine_free(struct tb_engine *e)
 		e->pops->table_free(e->pctx, e->meta, (size_t)e->nr_pages * sizeof(*e->meta));
 	else
 		free(e->meta);
+	free(e->huge);
 	free(e->spaces);
 	free(e);
 }
@@ -198,10 +200,18 @@ const uint64_t *tb_engine_counters(const struct tb_engine *e)
 
 bool tb_engine_disarm(struct tb_engine *e, uint32_t p)
 {
-	if (p >= e->nr_pages || !(e->meta[p].flags & PF_ARMED))
+	if (p >= e->nr_pages)
+		return false;
+	p = head_of(e, p);
+	if (!(e->meta[p].flags & PF_ARMED))
 		return false;
 	e->meta[p].flags &= (uint8_t)~PF_ARMED;
 	return true;
+}
+
+unsigned tb_engine_huge_flags(const struct tb_engine *e, uint32_t p)
+{
+	return p < e->nr_pages ? e->huge[p >> TB_HPAGE_ORDER] : 0;
 }
 
 unsigned tb_engine_page_node(const struct tb_engine *e, uint32_t p)
@@ -235,7 +245,7 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 	uint32_t prev = TB_NIL, p = lru->head;
 	uint64_t n = 0;
 	while (p != TB_NIL) {
-		if (p >= e->nr_pages || n > e->nr_pages) {
+		if (p >= e->nr_pages || n > (uint64_t)e->nr_pages) {
 			snprintf(err, len, "node %u list %u: bad link %u", ni, l, p);
 			return -EFAULT;
 		}
@@ -254,9 +264,13 @@ static int check_list(struct tb_engine *e, unsigned ni, unsigned l, char *err, s
 			return -EFAULT;
 		}
 		e->meta[p].flags = f | PF_VISIT;
+		if (in_huge(e, p) && p != head_of(e, p)) {
+			snprintf(err, len, "page %u, a tail of a huge page, is on node %u list %u", p, ni, l);
+			return -EFAULT;
+		}
 		prev = p;
+		n += unit_pages(e, p);
 		p = e->meta[p].next;
-		n++;
 	}
 	if (prev != lru->tail || n != lru->count) {
 		snprintf(err, len, "node %u list %u: %llu pages walked, count %llu, tail %u vs %u", ni, l,
@@ -290,13 +304,24 @@ int tb_engine_check(struct tb_engine *e, char *err, size_t len)
 				if (!rc)
 					snprintf(err, len, "page %u claims node %u of %u", p, ni, e->nr_nodes);
 				rc = -EFAULT;
+			} else if (in_huge(e, p) && p != head_of(e, p)) {
+				if (!rc && (ni != pnode(e, head_of(e, p)) || (f & PF_VISIT))) {
+					snprintf(err, len, "page %u, a tail of the huge page at %u, is on node %u%s", p,
+						 head_of(e, p), ni,
+						 (f & PF_VISIT) ? " and on a list" : ", its head elsewhere");
+					rc = -EFAULT;
+				}
 			} else {
-				listed[ni][tb_lru_of(f)]++;
+				listed[ni][tb_lru_of(f)] += unit_pages(e, p);
 				if (!rc && e->node[ni].demote_to >= 0 && !(f & PF_VISIT)) {
 					snprintf(err, len, "page %u is on node %u but on none of its lists", p, ni);
 					rc = -EFAULT;
 				}
 			}
+		}
+		if (!rc && ni == TB_NO_NODE && in_huge(e, p)) {
+			snprintf(err, len, "page %u of the huge page at %u is not present", p, head_of(e, p));
+			rc = -EFAULT;
 		}
 		if (f & PF_VISIT) /* only pages on a list: the rest of the table stays untouched */
 			e->meta[p].flags = f & (uint8_t)~PF_VISIT;

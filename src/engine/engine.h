@@ -18,6 +18,8 @@
 #define TB_NO_NODE 7 /* node field value of a page that is not present */
 #define TB_NIL UINT32_MAX
 #define TB_PAGE_SHIFT 12
+#define TB_HPAGE_ORDER 9 /* a transparent huge page: 2 MiB, 512 base pages */
+#define TB_HPAGE_PAGES (1u << TB_HPAGE_ORDER)
 
 /* Counters: kernel /proc/vmstat names first, then tierbal's own. */
 /* clang-format off */
@@ -25,9 +27,13 @@
 	X(numa_pte_updates) X(numa_hint_faults) X(numa_hint_faults_local) X(numa_pages_migrated) \
 	X(pgpromote_success) X(pgpromote_candidate) X(pgdemote_kswapd) X(pgdemote_direct)        \
 	X(pgmigrate_success) X(pgmigrate_fail) X(pgactivate) X(pgdeactivate) X(pgscan_kswapd)    \
-	X(pgscan_direct) X(allocstall) X(numa_miss) X(promote_fail_threshold)                    \
+	X(pgscan_direct) X(allocstall) X(numa_miss) X(numa_huge_pte_updates)                     \
+	X(thp_fault_alloc) X(thp_fault_fallback) X(thp_migration_success)                        \
+	X(thp_migration_fail) X(thp_migration_split) X(thp_split_page)                           \
+	X(promote_fail_threshold)                                                                \
 	X(promote_fail_ratelimit) X(promote_defer_inactive) X(promote_fail_wmark)                \
-	X(promote_fail_migrate) X(pingpong_promote_demote) X(pingpong_demote_promote)            \
+	X(promote_fail_migrate) X(promote_fail_shared) X(pingpong_promote_demote)                \
+	X(pingpong_demote_promote)                                                               \
 	X(kswapd_wakeups) X(threshold_adjustments) X(promote_retried) X(promote_retry_expired)
 
 enum tb_counter {
@@ -50,6 +56,8 @@ struct tb_platform_ops {
 	/* Monotonic time in nanoseconds. */
 	uint64_t (*now_ns)(void *ctx);
 	/* Moves pages to node dst; status[i] = 0 or a negative errno per page.
+	 * A page the engine holds as huge (tb_engine_alloc_huge, tb_engine_set_huge)
+	 * is passed as its head and moves whole.
 	 * Returns 0, or a negative errno if the whole call failed. */
 	int (*migrate)(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *status);
 	/* Reads and clears the page's accessed ("young") bit. */
@@ -57,6 +65,11 @@ struct tb_platform_ops {
 	/* Optional: zeroed memory for the per-page table (NULL: calloc/free). */
 	void *(*table_alloc)(void *ctx, size_t bytes);
 	void (*table_free)(void *ctx, void *table, size_t bytes);
+	/* Optional: splits the huge page at head into base pages, as
+	 * split_huge_page() does, and returns 0; without it the engine never
+	 * splits one itself (a live platform learns of the kernel's splits and
+	 * tells the engine with tb_engine_set_huge). */
+	int (*split)(void *ctx, uint32_t head);
 };
 
 struct tb_sampler_ops {
@@ -120,6 +133,29 @@ int tb_engine_alloc(struct tb_engine *e, uint32_t page, bool file, unsigned *nod
 /* Puts a page on a node with no allocator logic (oracle placement), or takes it off. */
 int tb_engine_place(struct tb_engine *e, uint32_t page, unsigned node, bool file);
 void tb_engine_unplace(struct tb_engine *e, uint32_t page);
+
+/* Huge pages. A huge page is the run of TB_HPAGE_PAGES ids from a head that
+ * is a multiple of TB_HPAGE_PAGES, inside one space, on one node. It is one
+ * entry of the LRU (its head), armed, faulted, aged and migrated as one unit;
+ * counts of pages (used, LRU sizes, pgpromote_*, pgdemote_*, the promotion
+ * rate limit, the watermark checks) count its base pages, as the kernel's do. */
+#define TB_HUGE 0x1u        /* the run is one huge page */
+#define TB_HUGE_SHARED 0x2u /* mapped by more than one process: never promoted */
+/* First touch of a whole absent run as a huge page: on the CPU's node only if
+ * it has room above its low watermark (a THP fault without direct reclaim),
+ * or, with any_node, on the first node of the fallback order that has (a
+ * madvised THP fault). -ENOMEM: no node can take it; the caller falls back to
+ * base pages (counted as thp_fault_fallback). */
+int tb_engine_alloc_huge(struct tb_engine *e, uint32_t head, bool any_node, unsigned *node);
+/* Oracle placement of a whole absent run as a huge page. */
+int tb_engine_place_huge(struct tb_engine *e, uint32_t head, unsigned node);
+/* What the platform found: the run at head is a huge page (flags with
+ * TB_HUGE; every page of it present on one node: khugepaged's collapse) or
+ * no longer one (flags 0: the kernel split it). -EINVAL if the run cannot be
+ * one huge page (not aligned, not all present on one node, outside a space). */
+int tb_engine_set_huge(struct tb_engine *e, uint32_t head, unsigned flags);
+/* The flags of the run holding page p (0: base pages). */
+unsigned tb_engine_huge_flags(const struct tb_engine *e, uint32_t p);
 
 /* New knobs and policy while running (a reloaded configuration): watermarks
  * are recomputed, learned state (thresholds, scan periods, LRU) is kept. */

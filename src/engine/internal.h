@@ -77,6 +77,7 @@ struct tb_engine {
 
 	uint32_t nr_pages;
 	struct tb_pmeta *meta;
+	uint8_t *huge; /* TB_HUGE* flags per run of TB_HPAGE_PAGES ids */
 
 	unsigned nr_nodes;
 	struct tb_node node[TB_MAX_NODES];
@@ -151,6 +152,24 @@ static inline uint64_t node_free(const struct tb_node *n)
 	return taken < n->present ? n->present - taken : 0;
 }
 
+/* A huge page's head carries its state and sits on the LRU; its tails keep
+ * only the node, so that any id answers where its memory is. */
+static inline bool in_huge(const struct tb_engine *e, uint32_t p)
+{
+	return (e->huge[p >> TB_HPAGE_ORDER] & TB_HUGE) != 0;
+}
+
+static inline uint32_t head_of(const struct tb_engine *e, uint32_t p)
+{
+	return in_huge(e, p) ? p & ~(TB_HPAGE_PAGES - 1) : p;
+}
+
+/* base pages of the unit whose head (or base page) is p */
+static inline uint32_t unit_pages(const struct tb_engine *e, uint32_t p)
+{
+	return in_huge(e, p) ? TB_HPAGE_PAGES : 1;
+}
+
 static inline uint32_t now_ms(const struct tb_engine *e)
 {
 	return (uint32_t)(e->now_ns / 1000000u);
@@ -164,8 +183,15 @@ static inline void count(struct tb_engine *e, enum tb_counter c, uint64_t n)
 /* lru.c */
 unsigned tb_lru_of(uint8_t flags);
 void tb_lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
+/* Puts p right after `at` (towards the tail); at == TB_NIL: at the head. */
+void tb_lru_add_after(struct tb_engine *e, unsigned node, unsigned lru, uint32_t at, uint32_t p);
 void tb_lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p);
 void tb_page_activate(struct tb_engine *e, uint32_t p);
+
+/* huge.c */
+/* Splits the huge page at head into base pages that keep its state and its
+ * place on the LRU, asking the platform first; 0 or the platform's error. */
+int tb_huge_split(struct tb_engine *e, uint32_t head);
 
 /* wmark.c */
 void tb_wmark_setup(struct tb_engine *e);

@@ -19,9 +19,10 @@ void tb_lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t 
 {
 	struct tb_lru *l = &e->node[node].lru[lru];
 	struct tb_pmeta *m = &e->meta[p];
+	uint32_t nr = unit_pages(e, p);
 	if (!ordered(e, node)) {
 		m->prev = m->next = TB_NIL;
-		l->count++;
+		l->count += nr;
 		return;
 	}
 	m->prev = TB_NIL;
@@ -31,17 +32,34 @@ void tb_lru_add_head(struct tb_engine *e, unsigned node, unsigned lru, uint32_t 
 	else
 		l->tail = p;
 	l->head = p;
-	l->count++;
+	l->count += nr;
+}
+
+void tb_lru_add_after(struct tb_engine *e, unsigned node, unsigned lru, uint32_t at, uint32_t p)
+{
+	struct tb_lru *l = &e->node[node].lru[lru];
+	struct tb_pmeta *m = &e->meta[p];
+	if (!ordered(e, node) || at == TB_NIL) {
+		tb_lru_add_head(e, node, lru, p);
+		return;
+	}
+	m->prev = at;
+	m->next = e->meta[at].next;
+	if (m->next != TB_NIL)
+		e->meta[m->next].prev = p;
+	else
+		l->tail = p;
+	e->meta[at].next = p;
+	l->count += unit_pages(e, p);
 }
 
 void tb_lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 {
 	struct tb_lru *l = &e->node[node].lru[lru];
 	struct tb_pmeta *m = &e->meta[p];
-	if (!ordered(e, node)) {
-		l->count--;
+	l->count -= unit_pages(e, p);
+	if (!ordered(e, node))
 		return;
-	}
 	if (m->prev != TB_NIL)
 		e->meta[m->prev].next = m->next;
 	else
@@ -51,7 +69,6 @@ void tb_lru_del(struct tb_engine *e, unsigned node, unsigned lru, uint32_t p)
 	else
 		l->tail = m->prev;
 	m->prev = m->next = TB_NIL;
-	l->count--;
 }
 
 /* Moves a present page to the head of its node's active list. */
@@ -65,5 +82,5 @@ void tb_page_activate(struct tb_engine *e, uint32_t p)
 	f = (uint8_t)((f | PF_ACTIVE) & ~PF_REFERENCED);
 	e->meta[p].flags = f;
 	tb_lru_add_head(e, n, tb_lru_of(f), p);
-	count(e, TB_C_pgactivate, 1);
+	count(e, TB_C_pgactivate, unit_pages(e, p));
 }

@@ -84,8 +84,9 @@ static bool hot_enough(struct tb_engine *e, uint32_t p, struct tb_node *dst)
 		count(e, TB_C_promote_fail_threshold, 1);
 		return false;
 	}
-	dst->nr_cand++;
-	count(e, TB_C_pgpromote_candidate, 1);
+	uint32_t nr = unit_pages(e, p);
+	dst->nr_cand += nr;
+	count(e, TB_C_pgpromote_candidate, nr);
 	uint32_t now = now_ms(e);
 	if (now - dst->rl_start_ms > 1000) {
 		dst->rl_start_ms = now;
@@ -131,14 +132,14 @@ void tb_promote_retry_run(struct tb_engine *e)
 		uint8_t f = e->meta[r->page].flags;
 		unsigned src = pf_node(f);
 		bool valid = src != TB_NO_NODE && !node_fast(e, src) && !(f & PF_ARMED) &&
-			     e->meta[r->page].scan_ms == r->scan_ms;
+			     head_of(e, r->page) == r->page && e->meta[r->page].scan_ms == r->scan_ms;
 		if (valid && now - r->at_ms > e->k.promote_retry_ms) {
 			count(e, TB_C_promote_retry_expired, 1);
 			valid = false;
 		}
 		if (valid) {
 			const struct tb_node *d = &e->node[r->dst];
-			if (node_free(d) <= d->wmark_high + 1) {
+			if (node_free(d) <= d->wmark_high + unit_pages(e, r->page)) {
 				tb_kswapd_wake(e, r->dst); /* still no room: kswapd's next run makes it */
 				break;
 			}
@@ -163,6 +164,7 @@ void tb_engine_hint_fault(struct tb_engine *e, uint32_t p, bool write)
 	(void)write; /* the kernel's policies do not tell reads from writes */
 	if (p >= e->nr_pages)
 		return;
+	p = head_of(e, p); /* one PMD: a fault anywhere in a huge page is its fault */
 	uint8_t f = e->meta[p].flags;
 	unsigned src = pf_node(f);
 	if (src == TB_NO_NODE || !(f & PF_ARMED))
@@ -200,10 +202,15 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 		count(e, TB_C_promote_defer_inactive, 1);
 		return false;
 	}
+	/* numamigrate_isolate_page(): a huge page mapped by several processes stays */
+	if (e->huge[p >> TB_HPAGE_ORDER] & TB_HUGE_SHARED) {
+		count(e, TB_C_promote_fail_shared, 1);
+		return false;
+	}
 	if ((e->policy & TB_POLICY_HOT) && !hot_enough(e, p, d))
 		return false;
 	/* migrate_balanced_pgdat(): promotion may not push the node below high */
-	if (node_free(d) <= d->wmark_high + 1) {
+	if (node_free(d) <= d->wmark_high + unit_pages(e, p)) {
 		count(e, TB_C_promote_fail_wmark, 1);
 		tb_boost_on_refusal(e, dst);
 		tb_kswapd_wake(e, dst);
@@ -224,7 +231,7 @@ static bool promote_page(struct tb_engine *e, uint32_t p, unsigned src, unsigned
 		promote_flush(e);
 	e->pend[e->nr_pend++] = p;
 	e->pend_dst = dst;
-	d->pending++; /* the next fault's watermark check sees this page as arrived */
+	d->pending += unit_pages(e, p); /* the next fault's watermark check sees this page as arrived */
 	return true;
 }
 
@@ -252,6 +259,7 @@ void tb_engine_mark_accessed(struct tb_engine *e, uint32_t p)
 	promote_flush(e);
 	if (p >= e->nr_pages)
 		return;
+	p = head_of(e, p);
 	uint8_t f = e->meta[p].flags;
 	if (pf_node(f) == TB_NO_NODE)
 		return;

@@ -18,24 +18,50 @@ static void note_move(struct tb_engine *e, uint32_t p, bool promote)
 	m->moved = (stamp ? stamp : 1) | (promote ? MOVED_PROMOTE : 0);
 }
 
-/* Pages in `pages` are isolated (on no list). Moved ones join dst's lists,
- * the rest go back where they were. */
+static bool promoted_lately(const struct tb_engine *e, uint32_t p)
+{
+	uint32_t m = e->meta[p].moved, tick = (now_ms(e) >> 4) & MOVED_TICKS;
+	uint32_t last = ((m & MOVED_TICKS) - 1) & MOVED_TICKS;
+	return (m & MOVED_PROMOTE) && ((tick - last) & MOVED_TICKS) <= e->k.pingpong_window_ms >> 4;
+}
+
+/* A demotion that found no room for a huge page splits it and tries its base
+ * pages next, as migrate_pages() does on -ENOMEM for every reason but a NUMA
+ * hint fault's (which keeps the huge page and fails). The base pages wait at
+ * the tail of the list, where reclaim takes its next candidates. */
+static bool split_for_demotion(struct tb_engine *e, uint32_t head, unsigned src, enum tb_migrate_reason why, int st)
+{
+	if (why == TB_MIGRATE_PROMOTE || st != -ENOMEM || !e->pops->split)
+		return false;
+	unsigned lru = tb_lru_of(e->meta[head].flags);
+	tb_lru_add_after(e, src, lru, e->node[src].lru[lru].tail, head);
+	if (tb_huge_split(e, head)) {
+		tb_lru_del(e, src, lru, head);
+		return false;
+	}
+	count(e, TB_C_thp_migration_split, 1);
+	return true;
+}
+
+/* Pages in `pages` are isolated (on no list): base pages and heads of huge
+ * pages. Moved ones join dst's lists, the rest go back where they were.
+ * Returns the base pages moved. */
 size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, unsigned dst, enum tb_migrate_reason why)
 {
 	int status[BATCH];
 	struct tb_node *d = &e->node[dst];
-	size_t room = n;
+	uint64_t avail = node_free(d);
 	if (why != TB_MIGRATE_PROMOTE) {
 		/* Demotion allocates on the lower node above its min watermark; direct
 		 * demotion runs when every node is at min, so it may use half of the
 		 * reserve below min, as __GFP_HIGH allocations may. */
 		uint64_t floor = why == TB_MIGRATE_DEMOTE_DIRECT ? d->wmark_min / 2 : d->wmark_min;
-		uint64_t avail = node_free(d) > floor ? node_free(d) - floor : 0;
-		if (avail < room)
-			room = (size_t)avail;
-	} else if (node_free(d) < room) {
-		room = (size_t)node_free(d);
+		avail = avail > floor ? avail - floor : 0;
 	}
+	/* the first page that finds no room ends the call, as in migrate_pages() */
+	size_t room = 0;
+	for (; room < n && unit_pages(e, pages[room]) <= avail; room++)
+		avail -= unit_pages(e, pages[room]);
 	for (size_t i = 0; i < n; i++)
 		status[i] = i < room ? 0 : -ENOMEM;
 	if (room) {
@@ -46,23 +72,31 @@ size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, un
 	}
 	size_t moved = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t p = pages[i];
+		uint32_t p = pages[i], nr = unit_pages(e, p);
 		uint8_t f = e->meta[p].flags;
 		unsigned src = pf_node(f);
 		if (status[i] != 0) {
-			count(e, TB_C_pgmigrate_fail, 1);
+			if (nr > 1)
+				count(e, TB_C_thp_migration_fail, 1);
+			if (nr > 1 && split_for_demotion(e, p, src, why, status[i]))
+				continue;
+			count(e, TB_C_pgmigrate_fail, nr);
 			if (why == TB_MIGRATE_PROMOTE)
 				count(e, TB_C_promote_fail_migrate, 1);
 			tb_lru_add_head(e, src, tb_lru_of(f), p);
 			continue;
 		}
-		e->node[src].used--;
-		d->used++;
+		e->node[src].used -= nr;
+		d->used += nr;
+		for (uint32_t j = 1; j < nr; j++)
+			e->meta[p + j].flags = pf_with_node(e->meta[p + j].flags, dst);
 		f = pf_with_node(f, dst);
 		e->meta[p].flags = f;
 		tb_lru_add_head(e, dst, tb_lru_of(f), p);
 		note_move(e, p, why == TB_MIGRATE_PROMOTE);
-		moved++;
+		if (nr > 1)
+			count(e, TB_C_thp_migration_success, 1);
+		moved += nr;
 	}
 	count(e, TB_C_pgmigrate_success, moved);
 	if (why == TB_MIGRATE_PROMOTE) {
@@ -93,7 +127,7 @@ static void shrink_active(struct tb_engine *e, unsigned ni, unsigned inactive)
 		e->pops->test_and_clear_young(e->pctx, p);
 		e->meta[p].flags &= (uint8_t)~PF_ACTIVE;
 		tb_lru_add_head(e, ni, inactive, p);
-		count(e, TB_C_pgdeactivate, 1);
+		count(e, TB_C_pgdeactivate, unit_pages(e, p));
 	}
 }
 
@@ -127,13 +161,13 @@ uint64_t tb_reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_
 				__builtin_prefetch(&e->meta[e->meta[p].prev], 1); /* the next tail */
 			tb_lru_del(e, ni, t, p);
 			scanned++;
-			count(e, scan_ctr, 1);
+			count(e, scan_ctr, unit_pages(e, p));
 			uint8_t f = e->meta[p].flags;
 			if (e->pops->test_and_clear_young(e->pctx, p)) {
 				/* page_check_references(): mapped anon, or a file page seen twice, activates */
 				if (!(f & PF_FILE) || (f & PF_REFERENCED)) {
 					e->meta[p].flags = (uint8_t)((f | PF_ACTIVE) & ~PF_REFERENCED);
-					count(e, TB_C_pgactivate, 1);
+					count(e, TB_C_pgactivate, unit_pages(e, p));
 				} else {
 					e->meta[p].flags = f | PF_REFERENCED;
 				}
@@ -141,6 +175,17 @@ uint64_t tb_reclaim_node(struct tb_engine *e, unsigned ni, uint64_t nr, enum tb_
 				continue;
 			}
 			e->meta[p].flags = f & (uint8_t)~PF_REFERENCED;
+			if ((e->policy & TB_POLICY_ADAPTIVE) && in_huge(e, p) && promoted_lately(e, p)) {
+				/* adaptive: a huge page promoted and cold again within the
+				 * ping-pong window was hot in part only. Its base pages get
+				 * a second chance each, at the head of the list: those used
+				 * since stay, the rest go down alone. */
+				tb_lru_add_head(e, ni, t, p);
+				if (tb_huge_split(e, p))
+					tb_lru_del(e, ni, t, p);
+				else
+					continue;
+			}
 			cand[k++] = p;
 		}
 		if (k) {

@@ -78,19 +78,28 @@ static void scan_window(struct tb_engine *e, struct tb_space *sp)
 	uint32_t ms = now_ms(e), buf[BATCH];
 	size_t k = 0;
 	while (armed < want && walked < virt_limit) {
-		uint32_t p = sp->first + sp->offset;
-		uint8_t f = e->meta[p].flags;
+		uint32_t p = sp->first + sp->offset, step = 1;
+		if (in_huge(e, p)) {
+			/* one PMD: arm the head; a walk that starts inside one skips it */
+			step = TB_HPAGE_PAGES - (p & (TB_HPAGE_PAGES - 1));
+			if (p != head_of(e, p))
+				p = TB_NIL;
+		}
+		uint8_t f = p != TB_NIL ? e->meta[p].flags : 0;
 		unsigned n = pf_node(f);
 		if (n != TB_NO_NODE && !(f & PF_ARMED) && !(skip_fast && node_fast(e, n))) {
 			e->meta[p].flags = f | PF_ARMED;
 			e->meta[p].scan_ms = ms;
 			buf[k++] = p;
-			armed++;
+			armed += step;
+			if (step > 1)
+				count(e, TB_C_numa_huge_pte_updates, 1);
 			if (k == BATCH)
 				arm_flush(e, buf, &k);
 		}
-		walked++;
-		if (++sp->offset >= sp->extent) {
+		walked += step;
+		sp->offset += step;
+		if (sp->offset >= sp->extent) {
 			sp->offset = 0;
 			pass_done(e, sp);
 			break;

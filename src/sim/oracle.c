@@ -92,14 +92,14 @@ static void sort_desc(uint64_t *a, size_t n)
 }
 
 int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
-		    uint32_t nr_pages, uint8_t *node, char *err, size_t errlen)
+		    uint32_t nr_pages, const uint8_t *huge, uint8_t *node, char *err, size_t errlen)
 {
 	if (!nr_procs || nr_procs > TB_WL_MAX_PROCS || nr_nodes > TB_MAX_NODES) {
 		snprintf(err, errlen, "oracle: %u processes on %u nodes is out of range", nr_procs, nr_nodes);
 		return -EINVAL;
 	}
 	uint64_t *keys = malloc((size_t)nr_pages * sizeof(*keys));
-	float *w = malloc((size_t)nr_pages * sizeof(*w));
+	float *w = calloc(nr_pages, sizeof(*w));
 	if (!keys || !w) {
 		free(keys);
 		free(w);
@@ -125,16 +125,29 @@ int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsig
 			if (p->region[k].n)
 				region_weights(&p->region[k], p->region[k].share * (hi - lo), w + p->region[k].base);
 	}
-	for (uint32_t pg = 0; pg < nr_pages; pg++) {
-		uint32_t bits;
-		memcpy(&bits, &w[pg], sizeof(bits)); /* non-negative floats order like their bits */
-		keys[pg] = (uint64_t)bits << 32 | pg;
+	for (uint32_t b = 0; huge && b < nr_pages >> TB_HPAGE_ORDER; b++) {
+		if (!huge[b])
+			continue;
+		float *u = w + ((size_t)b << TB_HPAGE_ORDER);
+		double sum = 0;
+		for (uint32_t i = 0; i < TB_HPAGE_PAGES; i++)
+			sum += u[i];
+		for (uint32_t i = 0; i < TB_HPAGE_PAGES; i++)
+			u[i] = (float)(sum / TB_HPAGE_PAGES);
 	}
+	size_t nk = 0;
+	for (unsigned i = 0; i < nr_procs; i++)
+		for (unsigned k = 0; k < 2; k++)
+			for (uint64_t j = 0; j < procs[i].region[k].n; j++) {
+				uint32_t pg = procs[i].region[k].base + (uint32_t)j, bits;
+				memcpy(&bits, &w[pg], sizeof(bits)); /* non-negative floats order like their bits */
+				keys[nk++] = (uint64_t)bits << 32 | pg;
+			}
 	free(w);
-	sort_desc(keys, nr_pages);
+	sort_desc(keys, nk);
 	uint64_t left[TB_MAX_NODES];
 	memcpy(left, cap, nr_nodes * sizeof(*left));
-	for (uint32_t i = 0; i < nr_pages; i++) {
+	for (size_t i = 0; i < nk; i++) {
 		uint32_t pg = (uint32_t)keys[i];
 		unsigned owner = 0;
 		while (owner + 1 < nr_procs && pg >= procs[owner + 1].region[0].base)
@@ -152,5 +165,8 @@ int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsig
 		node[pg] = (uint8_t)dst;
 	}
 	free(keys);
+	for (uint32_t b = 0; huge && b < nr_pages >> TB_HPAGE_ORDER; b++)
+		if (huge[b])
+			memset(node + ((size_t)b << TB_HPAGE_ORDER), node[(size_t)b << TB_HPAGE_ORDER], TB_HPAGE_PAGES);
 	return 0;
 }

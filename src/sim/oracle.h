@@ -26,9 +26,13 @@ struct tb_oracle_proc {
 	struct tb_oracle_region region[2];
 };
 
-/* Ranks every page by access probability x cost saved and fills the cheapest
- * nodes first, within cap[n] pages per node. Writes each page's node to node[]. */
+/* Ranks every page of the regions by access probability x cost saved and
+ * fills the cheapest nodes first, within cap[n] pages per node. huge (NULL:
+ * none) marks each run of TB_HPAGE_PAGES ids that is one huge page: it is
+ * ranked by its pages' mean and placed whole, on the node its last-ranked
+ * page got (so a run across a node's limit goes to the lower node). Writes
+ * each region page's node to node[]. */
 int tb_oracle_place(const struct tb_oracle_proc *procs, unsigned nr_procs, unsigned nr_nodes, const uint64_t *cap,
-		    uint32_t nr_pages, uint8_t *node, char *err, size_t errlen);
+		    uint32_t nr_pages, const uint8_t *huge, uint8_t *node, char *err, size_t errlen);
 
 #endif

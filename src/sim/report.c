@@ -78,12 +78,46 @@ static void table_rows(FILE *f, const struct tb_report *r)
 static const char table_caption[] = "\nscore: modeled accesses per second (latency, hint faults and migrations "
 				    "included); fast share: accesses served by the top tier.\n";
 
+static void huge_row(FILE *f, const struct tb_report *r, const struct tb_sim_result *res, bool last)
+{
+	(void)r;
+	(void)last;
+	const uint64_t *c = res->counters;
+	fprintf(f, "%-14s %9.1f%% %10llu %10llu %10llu %10llu\n", res->policy,
+		res->anon_pages ? 100.0 * (double)res->anon_huge_pages / (double)res->anon_pages : 0.0,
+		(unsigned long long)c[TB_C_thp_migration_success], (unsigned long long)c[TB_C_thp_migration_fail],
+		(unsigned long long)c[TB_C_thp_migration_split] + (unsigned long long)c[TB_C_thp_split_page],
+		(unsigned long long)c[TB_C_thp_fault_fallback]);
+}
+
+static void each_result(const struct tb_report *r,
+			void (*fn)(FILE *, const struct tb_report *, const struct tb_sim_result *, bool), FILE *f);
+
+/* Only a run with huge pages gets their table, so the others read as before. */
+static void huge_table(FILE *f, const struct tb_report *r)
+{
+	bool any = r->oracle && r->oracle->anon_huge_pages;
+	for (size_t i = 0; i < r->nr_results; i++)
+		any |= r->results[i].counters[TB_C_thp_fault_alloc] != 0;
+	if (!any)
+		return;
+	fprintf(f, "\n%-14s %10s %10s %10s %10s %10s\n", "huge pages", "anon huge", "migrated", "failed", "split",
+		"fallback");
+	fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", "at end", "", "", "", "faults");
+	each_result(r, huge_row, f);
+	fputs("\nanon huge: share of anon memory in huge pages at the end (AnonHugePages); migrated, failed: "
+	      "thp_migration_success, _fail; split: thp_split_page + thp_migration_split; fallback faults: "
+	      "thp_fault_fallback.\n",
+	      f);
+}
+
 void tb_report_table(FILE *f, const struct tb_report *r)
 {
 	describe(f, r);
 	table_head(f, r);
 	table_rows(f, r);
 	fputs(table_caption, f);
+	huge_table(f, r);
 }
 
 static void each_result(const struct tb_report *r,
@@ -193,6 +227,8 @@ void tb_report_sweep(FILE *f, const struct tb_report *reps, size_t n, const char
 		for (size_t i = 0; i < n; i++)
 			table_rows(f, &reps[i]);
 		fputs(table_caption, f);
+		for (size_t i = 0; i < n; i++)
+			huge_table(f, &reps[i]);
 	}
 }
 

@@ -22,7 +22,13 @@
 #define S_ARMED 0x08u  /* PROT_NONE for NUMA hinting */
 #define S_YOUNG 0x10u  /* accessed bit */
 #define S_ABSENT 0x20u /* never touched */
+#define S_HUGE 0x40u   /* part of a huge page: its head's entry holds the accessed bit */
 #define S_SLOW (S_ARMED | S_ABSENT)
+
+/* per run of TB_HPAGE_PAGES ids: whether a fault there may get a huge page */
+#define B_THP 0x1u     /* yes, on the CPU's node only (no direct reclaim) */
+#define B_THP_ANY 0x2u /* yes, on any node in fallback order (MADV_HUGEPAGE) */
+#define B_PTE 0x4u     /* a base page was faulted there: no huge page any more */
 
 #define TICK_NS 1000000.0 /* engine background work runs every modeled millisecond */
 
@@ -62,6 +68,7 @@ struct sim {
 	const struct tb_machine *m;
 	struct tb_engine *eng;
 	uint8_t *pstate;
+	uint8_t *blk; /* B_* per run of TB_HPAGE_PAGES ids */
 	uint32_t nr_pages;
 	double t, bg_ns, overhead_ns;
 	struct tb_rng rng;
@@ -70,6 +77,7 @@ struct sim {
 	struct proc proc[TB_WL_MAX_PROCS];
 	uint32_t pick[TB_WL_MAX_PROCS]; /* cumulative weights out of 65536 */
 	double migrate_ns[TB_MAX_NODES][TB_MAX_NODES];
+	double migrate_huge_ns[TB_MAX_NODES][TB_MAX_NODES];
 	int alloc_error;
 	struct pending pipe[PIPE];
 	unsigned pipe_head;
@@ -87,7 +95,8 @@ static int sim_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum
 	struct sim *s = ctx;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t st = s->pstate[pages[i]];
-		double cost = s->migrate_ns[st & S_NODE][dst];
+		bool huge = st & S_HUGE;
+		double cost = (huge ? s->migrate_huge_ns : s->migrate_ns)[st & S_NODE][dst];
 		/* promotion runs in the faulting task, direct demotion in the allocating one */
 		if (why == TB_MIGRATE_DEMOTE_KSWAPD) {
 			s->bg_ns += cost;
@@ -96,6 +105,10 @@ static int sim_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum
 			s->overhead_ns += cost;
 		}
 		s->pstate[pages[i]] = (uint8_t)((st & ~S_NODE) | (unsigned)dst);
+		for (uint32_t j = 1; huge && j < TB_HPAGE_PAGES; j++) {
+			uint8_t *t = &s->pstate[pages[i] + j];
+			*t = (uint8_t)((*t & ~S_NODE) | (unsigned)dst);
+		}
 		status[i] = 0;
 	}
 	return 0;
@@ -109,11 +122,24 @@ static bool sim_young(void *ctx, uint32_t p)
 	return (st & S_YOUNG) != 0;
 }
 
+/* split_huge_page(): every base page gets the PMD's bits */
+static int sim_split(void *ctx, uint32_t head)
+{
+	struct sim *s = ctx;
+	uint8_t young = s->pstate[head] & S_YOUNG;
+	for (uint32_t j = 0; j < TB_HPAGE_PAGES; j++)
+		s->pstate[head + j] = (uint8_t)((s->pstate[head + j] & ~S_HUGE) | young);
+	return 0;
+}
+
 static int sim_arm(void *ctx, const uint32_t *pages, size_t n)
 {
 	struct sim *s = ctx;
-	for (size_t i = 0; i < n; i++)
-		s->pstate[pages[i]] |= S_ARMED;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t p = pages[i], nr = s->pstate[p] & S_HUGE ? TB_HPAGE_PAGES : 1;
+		for (uint32_t j = 0; j < nr; j++)
+			s->pstate[p + j] |= S_ARMED; /* one PMD covers them all */
+	}
 	/* change_prot_numa() runs in the task's own context */
 	double cost = s->m->scan_pte_ns * (double)n;
 	s->t += cost;
@@ -133,7 +159,8 @@ static void sim_table_free(void *ctx, void *p, size_t bytes)
 	tb_big_free(p, bytes);
 }
 
-static const struct tb_platform_ops sim_platform = {sim_now, sim_migrate, sim_young, sim_table_alloc, sim_table_free};
+static const struct tb_platform_ops sim_platform = {sim_now,         sim_migrate,    sim_young,
+						    sim_table_alloc, sim_table_free, sim_split};
 static const struct tb_sampler_ops sim_sampler = {sim_arm};
 
 /* ---- access stream ---- */
@@ -181,19 +208,41 @@ static inline uint64_t region_sample(struct sim *s, struct region *r, bool *writ
 	}
 }
 
+/* A first touch: a huge page where the run allows one and a node has room
+ * (do_huge_pmd_anonymous_page), else a base page (thp_fault_fallback). */
+static int fault_in(struct sim *s, uint32_t page, bool file)
+{
+	uint32_t head = page & ~(TB_HPAGE_PAGES - 1);
+	uint8_t *b = &s->blk[page >> TB_HPAGE_ORDER];
+	unsigned node;
+	if (!file && (*b & (B_THP | B_THP_ANY)) && !(*b & B_PTE)) {
+		if (!tb_engine_alloc_huge(s->eng, head, (*b & B_THP_ANY) != 0, &node)) {
+			memset(s->pstate + head, (int)(node | S_HUGE), TB_HPAGE_PAGES);
+			return 0;
+		}
+	}
+	*b |= B_PTE;
+	int rc = tb_engine_alloc(s->eng, page, file, &node);
+	if (!rc)
+		s->pstate[page] = (uint8_t)node;
+	return rc;
+}
+
 static void slow_path(struct sim *s, uint32_t page, bool write, bool file)
 {
 	uint8_t st = s->pstate[page];
 	if (st & S_ABSENT) {
-		unsigned node;
-		int rc = tb_engine_alloc(s->eng, page, file, &node);
-		if (rc) {
+		int rc = fault_in(s, page, file);
+		if (rc)
 			s->alloc_error = rc;
-			return;
-		}
-		s->pstate[page] = (uint8_t)node;
 	} else if (st & S_ARMED) {
-		s->pstate[page] = st & (uint8_t)~S_ARMED;
+		uint32_t first = page, nr = 1;
+		if (st & S_HUGE) {
+			first = page & ~(TB_HPAGE_PAGES - 1);
+			nr = TB_HPAGE_PAGES;
+		}
+		for (uint32_t j = 0; j < nr; j++)
+			s->pstate[first + j] &= (uint8_t)~S_ARMED;
 		s->t += s->m->hint_fault_ns;
 		s->overhead_ns += s->m->hint_fault_ns;
 		tb_engine_hint_fault(s->eng, page, write);
@@ -255,8 +304,10 @@ static void run_until(struct sim *s, double until, struct totals *tot)
 		if (a.file) {
 			tb_engine_mark_accessed(s->eng, a.page);
 			t += s->m->syscall_ns;
-		} else {
+		} else if (__builtin_expect(!(st & S_HUGE), 1)) {
 			s->pstate[a.page] = st | S_YOUNG;
+		} else {
+			s->pstate[a.page & ~(TB_HPAGE_PAGES - 1)] |= S_YOUNG; /* the PMD's accessed bit */
 		}
 		t += l + pr->think_ns;
 		lat_sum += l;
@@ -276,6 +327,20 @@ static void pipe_fill(struct sim *s)
 
 /* ---- set-up ---- */
 
+/* Which runs of the anon region may fault in as huge pages: all of it under
+ * thp = always (the madvised part with direct reclaim, so on any node), the
+ * madvised part under thp = madvise; a run must lie wholly in the region. */
+static void mark_thp_runs(struct sim *s, const struct tb_proc_spec *ps, uint32_t base)
+{
+	if (ps->thp == TB_THP_NEVER)
+		return;
+	uint64_t madvised = (uint64_t)(ps->madvise_share * (double)ps->anon.pages);
+	for (uint64_t off = 0; off + TB_HPAGE_PAGES <= ps->anon.pages; off += TB_HPAGE_PAGES) {
+		uint8_t b = off + TB_HPAGE_PAGES <= madvised ? B_THP | B_THP_ANY : ps->thp == TB_THP_ALWAYS ? B_THP : 0;
+		s->blk[(base + off) >> TB_HPAGE_ORDER] = b;
+	}
+}
+
 static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size_t errlen)
 {
 	const struct tb_machine *m = cfg->machine;
@@ -283,16 +348,27 @@ static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size
 	s->cfg = cfg;
 	s->m = m;
 	rng_seed(&s->rng, cfg->seed);
-	uint64_t pages = tb_workload_pages(w);
-	if (pages >= TB_NIL) {
+	uint64_t pages = tb_workload_pages(w), span = 0;
+	for (unsigned i = 0; i < w->nr_procs; i++) {
+		/* memory that may be huge starts on a huge page's boundary, as mmap
+		 * aligns a large anonymous mapping (thp_get_unmapped_area) */
+		if (w->proc[i].thp != TB_THP_NEVER)
+			span = (span + TB_HPAGE_PAGES - 1) & ~(uint64_t)(TB_HPAGE_PAGES - 1);
+		span += w->proc[i].anon.pages + w->proc[i].file.pages;
+	}
+	if (span >= TB_NIL) {
 		snprintf(err, errlen, "workload %s: %llu pages; at most %u are supported", w->name,
 			 (unsigned long long)pages, TB_NIL - 1);
 		return -EINVAL;
 	}
-	s->nr_pages = (uint32_t)pages;
+	s->nr_pages = (uint32_t)span;
 	for (unsigned a = 0; a < m->nr_nodes; a++)
-		for (unsigned b = 0; b < m->nr_nodes; b++)
+		for (unsigned b = 0; b < m->nr_nodes; b++) {
 			s->migrate_ns[a][b] = tb_machine_migrate_ns(m, a, b);
+			/* one fixed cost, 512 pages' copy */
+			s->migrate_huge_ns[a][b] =
+				m->migrate_fixed_ns + (s->migrate_ns[a][b] - m->migrate_fixed_ns) * TB_HPAGE_PAGES;
+		}
 
 	struct tb_engine_config ec = {
 		.knobs = cfg->knobs,
@@ -333,8 +409,9 @@ static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size
 		return -EINVAL;
 	}
 	s->pstate = tb_big_alloc(s->nr_pages);
+	s->blk = calloc(((size_t)s->nr_pages >> TB_HPAGE_ORDER) + 1, 1);
 	s->gauss = malloc(sizeof(*s->gauss));
-	if (!s->pstate || !s->gauss) {
+	if (!s->pstate || !s->blk || !s->gauss) {
 		snprintf(err, errlen, "out of memory for %u pages", s->nr_pages);
 		return -ENOMEM;
 	}
@@ -364,6 +441,9 @@ static int setup(struct sim *s, const struct tb_sim_config *cfg, char *err, size
 				 ps->cpu_node < m->nr_nodes ? "has no CPUs" : "does not exist", cpus);
 			return -EINVAL;
 		}
+		if (ps->thp != TB_THP_NEVER)
+			base = (base + TB_HPAGE_PAGES - 1) & ~(TB_HPAGE_PAGES - 1);
+		mark_thp_runs(s, ps, base);
 		pr->cpu_node = ps->cpu_node;
 		pr->think_ns = ps->think_ns;
 		pr->write_thresh = (uint32_t)lround((1 - ps->read_ratio) * 65536);
@@ -410,14 +490,14 @@ static int prefault(struct sim *s, char *err, size_t errlen)
 		for (unsigned k = 0; k < 2; k++)
 			for (uint64_t j = 0; j < order[k]->n; j++) {
 				uint32_t p = order[k]->base + (uint32_t)j;
-				unsigned node;
-				int rc = tb_engine_alloc(s->eng, p, order[k] == &s->proc[i].file, &node);
+				if (!(s->pstate[p] & S_ABSENT))
+					continue; /* in a huge page faulted in just before */
+				int rc = fault_in(s, p, order[k] == &s->proc[i].file);
 				if (rc) {
 					snprintf(err, errlen, "prefault of [process %s]: allocation failed (%d)",
 						 ps->name, rc);
 					return rc;
 				}
-				s->pstate[p] = (uint8_t)node;
 			}
 	}
 	return 0;
@@ -484,27 +564,40 @@ static int oracle_apply(struct sim *s, char *err, size_t errlen)
 		cap[n] = ni.present - ni.wmark_high;
 	}
 	uint8_t *node = s->pstate; /* oracle writes the node of each page here */
-	int rc = tb_oracle_place(op, s->nr_procs, s->m->nr_nodes, cap, s->nr_pages, node, err, errlen);
-	if (rc)
-		return rc;
-	for (uint32_t p = 0; p < s->nr_pages; p++)
-		tb_engine_unplace(s->eng, p);
-	const struct tb_workload *w = s->cfg->workload;
-	uint32_t base = 0;
-	for (unsigned i = 0; i < w->nr_procs; i++) {
-		uint32_t anon = (uint32_t)w->proc[i].anon.pages, all = anon + (uint32_t)w->proc[i].file.pages;
-		for (uint32_t j = 0; j < all; j++) {
-			uint32_t p = base + j;
-			rc = tb_engine_place(s->eng, p, node[p] & S_NODE, j >= anon);
-			if (rc) {
-				snprintf(err, errlen, "oracle placement of page %u on node %u failed (%d)", p,
-					 node[p] & S_NODE, rc);
-				return rc;
-			}
-		}
-		base += all;
+	/* the oracle's memory is mapped as the workload's would be: every run that
+	 * may be huge is */
+	size_t nr_runs = s->nr_pages >> TB_HPAGE_ORDER;
+	uint8_t *huge = calloc(nr_runs + 1, 1);
+	if (!huge) {
+		snprintf(err, errlen, "out of memory for the oracle's huge page map");
+		return -ENOMEM;
 	}
-	return 0;
+	for (size_t b = 0; b < nr_runs; b++)
+		huge[b] = (s->blk[b] & (B_THP | B_THP_ANY)) != 0;
+	int rc = tb_oracle_place(op, s->nr_procs, s->m->nr_nodes, cap, s->nr_pages, huge, node, err, errlen);
+	for (uint32_t p = 0; !rc && p < s->nr_pages; p++)
+		tb_engine_unplace(s->eng, p);
+	for (unsigned i = 0; !rc && i < s->nr_procs; i++) {
+		const struct region *rs[2] = {&s->proc[i].anon, &s->proc[i].file};
+		for (unsigned k = 0; k < 2 && !rc; k++)
+			for (uint32_t j = 0; j < rs[k]->n && !rc; j++) {
+				uint32_t p = rs[k]->base + j;
+				unsigned n = node[p] & S_NODE;
+				if (huge[p >> TB_HPAGE_ORDER]) {
+					if (p & (TB_HPAGE_PAGES - 1))
+						continue;
+					rc = tb_engine_place_huge(s->eng, p, n);
+					memset(node + p, (int)(n | S_HUGE), TB_HPAGE_PAGES);
+				} else {
+					rc = tb_engine_place(s->eng, p, n, k == 1);
+				}
+				if (rc)
+					snprintf(err, errlen, "oracle placement of page %u on node %u failed (%d)", p,
+						 n, rc);
+			}
+	}
+	free(huge);
+	return rc;
 }
 
 /* ---- results ---- */
@@ -601,6 +694,7 @@ static void finish_result(struct sim *s, const struct totals *tot, struct tb_sim
 			if (st & S_ABSENT)
 				continue;
 			res->anon_pages++;
+			res->anon_huge_pages += (st & S_HUGE) != 0;
 			res->anon_fast_pages += m->node[st & S_NODE].tier == 0;
 		}
 	}
@@ -686,6 +780,7 @@ int tb_sim_run(const struct tb_sim_config *cfg, struct tb_sim_result *res, char 
 		finish_result(s, &tot, res);
 	tb_engine_free(s->eng);
 	tb_big_free(s->pstate, s->nr_pages);
+	free(s->blk);
 	free(s->gauss);
 	free(s);
 	res->wall_s = wall_now() - wall0;

@@ -42,6 +42,7 @@ struct tb_sim_result {
 	double background_ns; /* kswapd's migrations, on its own CPU */
 	double score, mean_latency_ns, fast_share;
 	uint64_t anon_pages, anon_fast_pages; /* at the end of the run */
+	uint64_t anon_huge_pages;             /* of them, in huge pages (AnonHugePages) */
 	uint64_t counters[TB_NR_COUNTERS];
 	struct tb_sim_row *rows;
 	size_t nr_rows;

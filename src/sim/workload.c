@@ -26,6 +26,11 @@ static bool parse_dist(struct tb_cfg *c, const char *sec, const char *key, const
 	return tb_cfg_error(c, sec, key, "'%s' is not one of uniform, gaussian, zipf", val);
 }
 
+const char *tb_thp_mode_name(enum tb_thp_mode m)
+{
+	return m == TB_THP_ALWAYS ? "always" : m == TB_THP_MADVISE ? "madvise" : "never";
+}
+
 static int find_proc(const struct tb_workload *w, const char *name)
 {
 	for (unsigned i = 0; i < w->nr_procs; i++)
@@ -35,9 +40,9 @@ static int find_proc(const struct tb_workload *w, const char *name)
 }
 
 static const char *const proc_keys[] = {
-	"cpu_node",    "weight",      "read_ratio",   "file_share", "think_ns", "prefault", "file_first",
-	"anon_mib",    "file_mib",    "distribution", "center",     "stddev",   "zipf_s",   "file_distribution",
-	"file_center", "file_stddev", "file_zipf_s",  "trace",
+	"cpu_node",    "weight",      "read_ratio",   "file_share", "think_ns", "prefault",         "file_first",
+	"anon_mib",    "file_mib",    "distribution", "center",     "stddev",   "zipf_s",           "file_distribution",
+	"file_center", "file_stddev", "file_zipf_s",  "trace",      "thp",      "madvise_hugepage",
 };
 #define NR_PROC_KEYS (sizeof(proc_keys) / sizeof(proc_keys[0]))
 
@@ -108,6 +113,16 @@ static bool proc_entry(struct tb_cfg *c, struct tb_workload *w, const char *sec,
 		return tb_cfg_bool(c, sec, key, val, &p->prefault);
 	if (!strcmp(key, "file_first"))
 		return tb_cfg_bool(c, sec, key, val, &p->file_first);
+	if (!strcmp(key, "thp")) {
+		for (int m = TB_THP_NEVER; m <= TB_THP_ALWAYS; m++)
+			if (!strcmp(val, tb_thp_mode_name((enum tb_thp_mode)m))) {
+				p->thp = (enum tb_thp_mode)m;
+				return true;
+			}
+		return tb_cfg_error(c, sec, key, "'%s' is not one of always, madvise, never", val);
+	}
+	if (!strcmp(key, "madvise_hugepage"))
+		return tb_cfg_double(c, sec, key, val, 0, 1, &p->madvise_share);
 	if (!strcmp(key, "trace")) {
 		if (!tb_cfg_string(c, sec, key, val, p->trace_path, sizeof(p->trace_path)))
 			return false;
@@ -245,6 +260,10 @@ static int finish(struct tb_workload *w, const char *label, char *err, size_t le
 			}
 			p->anon.pages = p->trace->nr_pages;
 		}
+		/* a program run under thp = madvise is one that madvises: all of its
+		 * anon memory unless madvise_hugepage says how much */
+		if (p->thp == TB_THP_MADVISE && !(p->seen & (1u << (NR_PROC_KEYS - 1))))
+			p->madvise_share = 1;
 		if (!p->anon.pages && !p->file.pages) {
 			snprintf(err, len, "%s: [process %s] anon_mib: missing (the process needs memory)", label,
 				 p->name);

@@ -15,6 +15,10 @@ enum tb_dist_kind { TB_DIST_UNIFORM, TB_DIST_GAUSSIAN, TB_DIST_ZIPF, TB_DIST_TRA
 
 struct tb_trace;
 
+/* /sys/kernel/mm/transparent_hugepage/enabled, per process */
+enum tb_thp_mode { TB_THP_NEVER, TB_THP_MADVISE, TB_THP_ALWAYS };
+const char *tb_thp_mode_name(enum tb_thp_mode m);
+
 struct tb_region_spec {
 	enum tb_dist_kind kind;
 	uint64_t pages;
@@ -33,6 +37,8 @@ struct tb_proc_spec {
 	double think_ns;        /* compute time between two accesses */
 	bool prefault;          /* touch every page before the run, in address order */
 	bool file_first;        /* prefault the page cache before the anon region */
+	enum tb_thp_mode thp;   /* which anon memory may be backed by huge pages */
+	double madvise_share;   /* share of the anon region under MADV_HUGEPAGE, from its start */
 	struct tb_region_spec anon, file;
 	char trace_path[512]; /* after loading: the path the trace was read from */
 	struct tb_trace *trace;

@@ -50,7 +50,15 @@ static int f_arm(void *ctx, const uint32_t *pages, size_t n)
 	return 0;
 }
 
-const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young, NULL, NULL};
+int f_split(void *ctx, uint32_t head)
+{
+	struct fake *f = ctx;
+	(void)head;
+	f->splits++;
+	return f->split_rc;
+}
+
+const struct tb_platform_ops fake_platform = {f_now, f_migrate, f_young, NULL, NULL, f_split};
 const struct tb_sampler_ops fake_sampler = {f_arm};
 
 /* a fast and a slow node, the kernel's knobs */

@@ -24,6 +24,8 @@ struct fake {
 	int migrate_rc;
 	unsigned migrate_calls;
 	size_t migrate_most;
+	unsigned splits; /* huge pages the engine asked to split */
+	int split_rc;
 	struct tb_engine *e;
 };
 
@@ -31,6 +33,7 @@ struct fake {
 uint64_t f_now(void *ctx);
 int f_migrate(void *ctx, const uint32_t *pages, size_t n, int dst, enum tb_migrate_reason why, int *st);
 bool f_young(void *ctx, uint32_t p);
+int f_split(void *ctx, uint32_t head);
 extern const struct tb_platform_ops fake_platform;
 extern const struct tb_sampler_ops fake_sampler;
 

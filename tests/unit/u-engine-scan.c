@@ -100,7 +100,7 @@ static void t_free(void *ctx, void *p, size_t bytes)
  * pages are placed. */
 static void test_table_lazy(void **state)
 {
-	static const struct tb_platform_ops lazy_platform = {f_now, f_migrate, f_young, t_alloc, t_free};
+	static const struct tb_platform_ops lazy_platform = {f_now, f_migrate, f_young, t_alloc, t_free, f_split};
 	(void)state;
 	struct fake *f = calloc(1, sizeof(*f));
 	assert_non_null(f);

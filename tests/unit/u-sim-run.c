@@ -127,6 +127,43 @@ static void test_determinism(void **state)
 	tb_workload_free(&w);
 }
 
+/* The same process with and without huge pages: with them, its first-touch
+ * memory on the fast node is huge, a hint fault covers 512 pages, huge pages
+ * move whole, and the engine's books hold at every interval; the oracle maps
+ * every eligible run huge. */
+static void test_thp_always_vs_never(void **state)
+{
+	(void)state;
+	struct tb_machine m;
+	struct tb_workload never, always;
+	load(&m, &never, small_gauss);
+	char text[512];
+	snprintf(text, sizeof(text), "%sthp = always\n", small_gauss);
+	load(&m, &always, text);
+	struct tb_sim_result a, b, o;
+	run(&m, &never, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 7, true, &a);
+	run(&m, &always, TB_POLICY_PROMOTE | TB_POLICY_HOT, false, 7, true, &b);
+	run(&m, &always, 0, true, 7, false, &o);
+	assert_int_equal(a.anon_huge_pages, 0);
+	assert_int_equal(a.counters[TB_C_thp_fault_alloc], 0);
+	assert_true(b.anon_huge_pages > 0);
+	assert_true(b.counters[TB_C_thp_fault_alloc] > 0);
+	assert_true(b.counters[TB_C_numa_huge_pte_updates] > 0);
+	assert_true(b.counters[TB_C_thp_migration_success] > 0);
+	assert_true(b.counters[TB_C_numa_hint_faults] < a.counters[TB_C_numa_hint_faults]);
+	assert_int_equal(o.anon_huge_pages, o.anon_pages); /* 160 MiB: every run whole */
+	tb_sim_result_free(&a);
+	tb_sim_result_free(&b);
+	tb_sim_result_free(&o);
+	tb_workload_free(&never);
+	tb_workload_free(&always);
+	struct tb_workload bad;
+	char err[256];
+	snprintf(text, sizeof(text), "%sthp = sometimes\n", small_gauss);
+	assert_int_equal(tb_workload_parse(&bad, "w", text, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'sometimes' is not one of always, madvise, never"));
+}
+
 static void test_invariants_every_interval(void **state)
 {
 	(void)state;
@@ -193,12 +230,12 @@ static void test_oracle_place(void **state)
 	uint64_t cap[2] = {4, 10};
 	uint8_t node[10];
 	char err[256];
-	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), 0);
+	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, NULL, node, err, sizeof(err)), 0);
 	const uint8_t want[10] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 1};
 	assert_memory_equal(node, want, 10);
 	cap[0] = 2;
 	cap[1] = 2;
-	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, node, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(tb_oracle_place(&p, 1, 2, cap, 10, NULL, node, err, sizeof(err)), -ENOSPC);
 }
 
 static void test_run_errors(void **state)
@@ -266,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_distributions),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_invariants_every_interval),
+		cmocka_unit_test(test_thp_always_vs_never),
 		cmocka_unit_test(test_oracle_is_upper_bound),
 		cmocka_unit_test(test_oracle_place),
 		cmocka_unit_test(test_run_errors),
