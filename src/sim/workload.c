@@ -81,6 +81,7 @@ static bool proc_entry(struct tb_cfg *c, struct tb_workload *w, const char *sec,
 		p->weight = 1;
 		p->read_ratio = 1;
 		p->prefault = true;
+		p->madvise_share = -1; /* unset: finish() decides from thp */
 		p->anon = (struct tb_region_spec){TB_DIST_UNIFORM, 0, 0.5, 0.125, 0.99};
 		p->file = p->anon;
 	}
@@ -262,8 +263,8 @@ static int finish(struct tb_workload *w, const char *label, char *err, size_t le
 		}
 		/* a program run under thp = madvise is one that madvises: all of its
 		 * anon memory unless madvise_hugepage says how much */
-		if (p->thp == TB_THP_MADVISE && !(p->seen & (1u << (NR_PROC_KEYS - 1))))
-			p->madvise_share = 1;
+		if (p->madvise_share < 0)
+			p->madvise_share = p->thp == TB_THP_MADVISE ? 1 : 0;
 		if (!p->anon.pages && !p->file.pages) {
 			snprintf(err, len, "%s: [process %s] anon_mib: missing (the process needs memory)", label,
 				 p->name);
