@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <numa.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "linux/kpageflags.h"
 #include "util/bigalloc.h"
 
 int tb_live_push(struct pending *p, uint32_t v)
@@ -55,10 +58,20 @@ static long long linux_node_size(void *ctx, int node, long long *free_bytes)
 	return numa_node_size64(node, free_bytes);
 }
 
+static int linux_huge(void *ctx, pid_t pid, uintptr_t addr, const uint64_t *pm, bool *huge, bool *shared)
+{
+	const struct tb_live *l = ctx;
+	(void)pid;
+	(void)addr;
+	*huge = *shared = false;
+	return l->kpf_fd < 0 ? 0 : tb_kpageflags_thp(l->kpf_fd, pm, huge, shared);
+}
+
 static const struct tb_live_mem_ops linux_mem = {
 	.move = linux_move,
 	.query = linux_query,
 	.node_size = linux_node_size,
+	.huge = linux_huge,
 };
 
 void tb_live_set_mem_ops(struct tb_live *l, const struct tb_live_mem_ops *ops, void *ctx)
@@ -120,8 +133,15 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 	}
 	l->acc = access; /* from here on, tb_live_free() releases them */
 	l->mem = &linux_mem;
+	l->mem_ctx = l;
 	l->uffd = uffd;
 	l->log = log;
+	l->kpf_fd = tb_kpageflags_open();
+	if (l->kpf_fd < 0)
+		fprintf(log,
+			"tierbal: /proc/kpageflags: %s: transparent huge pages are not recognised, each is managed "
+			"as 512 pages (run as root to have them moved whole)\n",
+			strerror(-l->kpf_fd));
 	if (topo->nr_nodes < 1 || topo->nr_nodes > TB_MAX_NODES) {
 		snprintf(err, len, "%u NUMA nodes: tierbal handles 1 to %d", topo->nr_nodes, TB_MAX_NODES);
 		tb_live_free(l);
@@ -226,6 +246,9 @@ void tb_live_free(struct tb_live *l)
 	free(l->gone.v);
 	free(l->faults.v);
 	free(l->fault_write.v);
+	free(l->collapsed.v);
+	if (l->kpf_fd >= 0)
+		close(l->kpf_fd);
 	free(l);
 }
 

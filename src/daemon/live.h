@@ -27,7 +27,7 @@
 	X(pages_discovered) X(pages_dropped) X(targets) X(targets_added) X(targets_dropped)         \
 	X(targets_refused) X(sample_rounds) X(sample_errors) X(dry_run_promote) X(dry_run_demote)   \
 	X(config_reloads) X(config_rejected) X(idmap_full) X(uffd_faults) X(uffd_rearmed) X(move_failed_calls) \
-	X(samples_disregarded) X(out_of_memory)
+	X(samples_disregarded) X(out_of_memory) X(thp_found) X(thp_split_found) X(thp_unknown)
 
 enum tb_live_counter {
 #define TB_LENUM(n) TB_L_##n,
@@ -41,12 +41,15 @@ struct tb_live;
 
 /* What the live context asks the kernel about pages of a process: move them
  * (as tb_mover_move), where they are (as tb_mover_query), how much memory a
- * node has (as numa_node_size64). Linux by default; tests put failures in between. */
+ * node has (as numa_node_size64), whether a 2 MiB-aligned stretch at addr,
+ * whose pagemap entries are pm, is one transparent huge page (as
+ * tb_kpageflags_thp; NULL: never). Linux by default; tests put failures in between. */
 struct tb_live_mem_ops {
 	int (*move)(void *ctx, pid_t pid, void *const *pages, size_t n, int node, int *status,
 		    struct tb_mover_stats *st);
 	int (*query)(void *ctx, pid_t pid, void *const *pages, size_t n, int *status);
 	long long (*node_size)(void *ctx, int node, long long *free_bytes);
+	int (*huge)(void *ctx, pid_t pid, uintptr_t addr, const uint64_t *pm, bool *huge, bool *shared);
 };
 
 /* Builds the engine over the machine's nodes. The access sampler and the

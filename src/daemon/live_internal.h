@@ -52,6 +52,8 @@ struct tb_live {
 	const struct tb_live_mem_ops *mem;
 	void *mem_ctx;
 	struct pending gone, faults, fault_write;
+	struct pending collapsed; /* heads of the huge pages found this round, taken in once placed */
+	int kpf_fd;               /* /proc/kpageflags, or -1: huge pages not recognised */
 	uint64_t c[TB_L_NR];
 	struct tb_uffd *uffd;  /* tierbal exec: hint faults from userfaultfd; NULL for tierbal run */
 	uint64_t now_override; /* the time of the fault being fed to the engine */

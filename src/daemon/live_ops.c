@@ -45,14 +45,17 @@ static void move_run(struct tb_live *l, struct tb_target *t, const uint32_t *ids
 	for (size_t i = 0; i < n; i++)
 		l->addrs[i] = (void *)tb_idmap_addr(&l->map, ids[i]);
 	if (l->dry_run) {
-		dry_note(l, t->pid, knode, why, n, (uintptr_t)l->addrs[0]);
+		uint64_t pages = 0; /* a huge page counts its base pages, as the engine's books do */
 		for (size_t i = 0; i < n; i++) {
+			uint64_t nr = (tb_engine_huge_flags(l->e, ids[i]) & TB_HUGE) ? TB_HPAGE_PAGES : 1;
 			unsigned src = tb_engine_page_node(l->e, ids[i]);
 			if (src < l->nr_nodes)
-				l->dry_delta[src]--;
+				l->dry_delta[src] -= (int64_t)nr;
+			pages += nr;
 		}
-		l->dry_delta[dst] += (int64_t)n;
-		l->c[why == TB_MIGRATE_PROMOTE ? TB_L_dry_run_promote : TB_L_dry_run_demote] += n;
+		dry_note(l, t->pid, knode, why, pages, (uintptr_t)l->addrs[0]);
+		l->dry_delta[dst] += (int64_t)pages;
+		l->c[why == TB_MIGRATE_PROMOTE ? TB_L_dry_run_promote : TB_L_dry_run_demote] += pages;
 		memset(status, 0, n * sizeof(*status));
 		return;
 	}
@@ -118,16 +121,22 @@ const struct tb_platform_ops tb_live_platform = {
 };
 
 /* The scanner armed these pages: park or write-protect them, in runs of
- * adjacent pages of one process. */
+ * adjacent pages of one process. A huge page is left to the sampler: parking
+ * or protecting part of it would split it. */
 static int live_arm(void *ctx, const uint32_t *pages, size_t n)
 {
 	struct tb_live *l = ctx;
 	size_t i = 0;
 	while (i < n) {
+		if (tb_engine_huge_flags(l->e, pages[i]) & TB_HUGE) {
+			i++;
+			continue;
+		}
 		uint32_t owner = l->map.owner[pages[i] >> TB_CHUNK_SHIFT];
 		uintptr_t a = tb_idmap_addr(&l->map, pages[i]);
 		size_t j = i + 1;
 		while (j < n && l->map.owner[pages[j] >> TB_CHUNK_SHIFT] == owner &&
+		       !(tb_engine_huge_flags(l->e, pages[j]) & TB_HUGE) &&
 		       tb_idmap_addr(&l->map, pages[j]) == a + ((j - i) << TB_PAGE_SHIFT))
 			j++;
 		struct tb_target *t = owner < l->nr_t ? l->t[owner] : NULL;

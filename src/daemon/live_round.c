@@ -64,6 +64,75 @@ void tb_live_update_external(struct tb_live *l)
 	}
 }
 
+static bool whole_present(const uint64_t *pm)
+{
+	for (unsigned i = 0; i < TB_CHUNK_PAGES; i++)
+		if (!(pm[i] & TB_PM_PRESENT))
+			return false;
+	return true;
+}
+
+static bool all_eligible(const struct tb_tchunk *ch)
+{
+	for (unsigned w = 0; w < TB_CHUNK_PAGES / 64; w++)
+		if (ch->elig[w] != UINT64_MAX)
+			return false;
+	return true;
+}
+
+/* Forgets the pages of a run: the next round finds each where it really is. */
+static void rediscover(struct tb_live *l, uint32_t head)
+{
+	for (unsigned i = 0; i < TB_CHUNK_PAGES; i++) {
+		tb_engine_unplace(l->e, head + i);
+		l->ps[head + i] = 0;
+	}
+}
+
+/* What the kernel made of the stretch, read from its pagemap entries l->pm:
+ * one huge page, or base pages. A split is taken in at once, and its pages
+ * are found again (a move the kernel split on the way may have left some
+ * behind); a new huge page is taken in once this round has placed its pages. */
+static void follow_huge(struct tb_live *l, const struct tb_target *t, const struct tb_tchunk *ch)
+{
+	uint32_t head = tb_idmap_page(ch->chunk, 0);
+	unsigned had = tb_engine_huge_flags(l->e, head);
+	bool huge = false, shared = false;
+	if (l->mem->huge && all_eligible(ch)) {
+		int rc = l->mem->huge(l->mem_ctx, t->pid, ch->base, l->pm, &huge, &shared);
+		if (rc) { /* keep the engine's view until kpageflags answers */
+			l->c[TB_L_thp_unknown]++;
+			return;
+		}
+	}
+	unsigned now = huge ? TB_HUGE | (shared ? TB_HUGE_SHARED : 0) : 0;
+	if (now == had)
+		return;
+	if (!huge) {
+		tb_engine_set_huge(l->e, head, 0);
+		rediscover(l, head);
+		l->c[TB_L_thp_split_found]++;
+	} else if (had) { /* now shared, or no longer */
+		tb_engine_set_huge(l->e, head, now);
+	} else if (tb_live_push(&l->collapsed, head | shared)) { /* a head's low bits are free */
+		tb_live_out_of_memory(l, "the huge pages found in a round");
+	}
+}
+
+/* Takes in the huge pages this round found: the engine holds each as one
+ * unit once all its pages are placed on one node, else they are found again. */
+static void take_in_huge(struct tb_live *l)
+{
+	for (size_t i = 0; i < l->collapsed.n; i++) {
+		uint32_t v = l->collapsed.v[i], head = v & ~(TB_CHUNK_PAGES - 1);
+		if (tb_engine_set_huge(l->e, head, TB_HUGE | ((v & 1) ? TB_HUGE_SHARED : 0)) == 0)
+			l->c[TB_L_thp_found]++;
+		else
+			rediscover(l, head);
+	}
+	l->collapsed.n = 0;
+}
+
 /* The sampler's reports of this round, now that it has said which hold: a
  * page seen is young, and an armed one took a hint fault (from the sampler
  * where no userfaultfd gives them). */
@@ -90,7 +159,8 @@ static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
 				continue;
 			}
 			l->ps[id] |= PS_SEEN | PS_YOUNG;
-			if (!uffd) { /* with a userfaultfd, hint faults come from it */
+			/* with a userfaultfd, hint faults come from it, but for huge pages, never armed through it */
+			if (!uffd || (tb_engine_huge_flags(l->e, id) & TB_HUGE)) {
 				/* both or neither: the two lists stay the same length */
 				if (tb_live_push(&l->faults, id)) {
 					tb_live_out_of_memory(l, "the hint faults of a round");
@@ -125,7 +195,16 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 		 * neither view, but one parked in between cannot be (the scanner parks
 		 * in this thread) */
 		bool anyp = uffd && tb_uffd_parked(l->uffd, t->pid, ch->base, TB_CHUNK_PAGES, parked);
-		for (unsigned i = 0; i < TB_CHUNK_PAGES; i++) {
+		follow_huge(l, t, ch);
+		/* a huge page is one unit: its head stands for it, seen if any part of it was */
+		unsigned span = TB_CHUNK_PAGES;
+		bool huge = tb_engine_huge_flags(l->e, tb_idmap_page(ch->chunk, 0)) & TB_HUGE;
+		if (huge && whole_present(l->pm)) {
+			for (unsigned i = 1; i < TB_CHUNK_PAGES; i++)
+				l->accb[0] |= l->accb[i];
+			span = 1;
+		}
+		for (unsigned i = 0; i < span; i++) {
 			uint32_t id = tb_idmap_page(ch->chunk, i);
 			bool elig = ch->elig[i / 64] >> (i % 64) & 1;
 			bool present = elig && (l->pm[i] & TB_PM_PRESENT);
@@ -151,7 +230,7 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 					ps |= (uint8_t)(PS_SEEN_NEW | ((l->accb[i] & TB_ACC_WRITE) ? PS_SEEN_W : 0));
 				l->ps[id] = ps;
 				seen += l->accb[i] != 0;
-				if (uffd && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id))
+				if (uffd && !huge && !(l->pm[i] & TB_PM_UFFD_WP) && tb_engine_disarm(l->e, id))
 					/* armed, but not protected: armed before the userfaultfd
 					 * came, or zapped since; the next pass protects it again */
 					l->c[TB_L_uffd_rearmed]++;
@@ -159,6 +238,7 @@ static void sample_target(struct tb_live *l, struct tb_target *t)
 		}
 	}
 	place_found(l, t, nq);
+	take_in_huge(l);
 	if (!t->dead && l->acc.ops->round_end(l->acc.ctx, t->pid))
 		l->c[TB_L_sample_errors]++;
 	if (seen && !t->dead)

@@ -84,6 +84,11 @@ static int fake_move(void *ctx, pid_t pid, void *const *pages, size_t n, int nod
 			f->nomem++;
 			continue;
 		}
+		if (f->thp[k / 512]) { /* the kernel moves the whole huge page holding the address */
+			for (long j = k / 512 * 512; j < k / 512 * 512 + 512; j++)
+				f->node[j] = node;
+			f->thp_moves++;
+		}
 		f->node[k] = node;
 		status[i] = node;
 		st->moved++;
@@ -112,7 +117,18 @@ static long long fake_node_size(void *ctx, int node, long long *free_bytes)
 	return (long long)NODE_PAGES * 4096;
 }
 
-const struct tb_live_mem_ops fake_mem = {fake_move, fake_query, fake_node_size};
+static int fake_huge(void *ctx, pid_t pid, uintptr_t addr, const uint64_t *pm, bool *huge, bool *shared)
+{
+	const struct fake *f = ctx;
+	(void)pid;
+	(void)pm;
+	long k = index_of(f, (void *)addr);
+	*huge = k >= 0 && k % 512 == 0 && f->thp[k / 512];
+	*shared = *huge && f->thp_shared;
+	return 0;
+}
+
+const struct tb_live_mem_ops fake_mem = {fake_move, fake_query, fake_node_size, fake_huge};
 
 /* the sampler: every page of the region was just written */
 static int s_attach(void *ctx, pid_t pid)
@@ -156,9 +172,15 @@ struct fake *fake_start(enum inject mode)
 	struct fake *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	f->mode = mode;
-	/* the region exists in the parent before the fork, so the child has it at the same address */
-	char *r = mmap(NULL, PAGES * 4096ul, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	assert_true(r != MAP_FAILED);
+	/* the region exists in the parent before the fork, so the child has it at
+	 * the same address; 2 MiB-aligned, so that its halves can be huge pages */
+	const size_t align = 512 * 4096ul;
+	char *m = mmap(NULL, PAGES * 4096ul + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	char *r = (char *)(((uintptr_t)m + align - 1) & ~(align - 1));
+	if (r > m)
+		munmap(m, (size_t)(r - m));
+	munmap(r + PAGES * 4096ul, (size_t)(m + align - r));
 	f->base = (uintptr_t)r;
 	int go[2];
 	assert_int_equal(pipe(go), 0);

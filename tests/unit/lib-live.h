@@ -18,7 +18,7 @@
 #include "exec/uffd.h"
 #include "linux/topology.h"
 
-#define PAGES 1024u
+#define PAGES 1024u       /* two huge pages' worth, 2 MiB-aligned */
 #define NODE_PAGES 16384u /* 64 MiB per node */
 
 enum inject { NONE, BUSY_ONCE, NOMEM, CALL_FAILS, EXIT_IN_MOVE };
@@ -35,6 +35,9 @@ struct fake {
 	uint64_t calls, busy, nomem, call_errors, moves_after_exit;
 	size_t most_in_call; /* the largest move to node 0 in one call */
 	bool exited;
+	bool thp[PAGES / 512]; /* the kernel holds these 2 MiB of the region as one huge page */
+	bool thp_shared;       /* ... mapped by another process too */
+	uint64_t thp_moves;    /* moves of a huge page (whole, from any of its addresses) */
 };
 
 /* how many pages of the region are on NODE; the fake's move_pages and node sizes */

@@ -8,13 +8,19 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "linux/kpageflags.h"
 #include "linux/maps.h"
+#include "linux/pagemap.h"
 #include "linux/mover.h"
 #include "linux/softdirty.h"
 #include "linux/topology.h"
@@ -82,6 +88,81 @@ static void test_maps_of_self(void **state)
 	munmap(p, 8 * (size_t)psz);
 	assert_int_equal(tb_maps_read(999999, &v, &n), -ENOENT);
 	assert_int_equal(tb_smaps_read(999999, &v, &n), -ENOENT);
+}
+
+/* AnonHugePages of the area of /proc/self/smaps starting at start, in kB */
+static long anon_huge_kb(uintptr_t start)
+{
+	FILE *fp = fopen("/proc/self/smaps", "r");
+	assert_non_null(fp);
+	char line[512];
+	bool in = false;
+	long kb = -1;
+	while (kb < 0 && fgets(line, sizeof(line), fp)) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2)
+			in = a == start;
+		else if (in)
+			sscanf(line, "AnonHugePages: %ld kB", &kb);
+	}
+	fclose(fp);
+	return kb;
+}
+
+/* What kpageflags says of one written 2 MiB-aligned stretch, against smaps */
+static void thp_of(int kfd, int pfd, char *p, bool *huge, bool *shared)
+{
+	uint64_t pm[TB_PM_THP_PAGES];
+	assert_int_equal(tb_pagemap_read(pfd, (uintptr_t)p, TB_PM_THP_PAGES, pm), 0);
+	assert_int_equal(tb_kpageflags_thp(kfd, pm, huge, shared), 0);
+}
+
+/* A MADV_HUGEPAGE stretch is one huge page exactly when smaps says so, shared while a forked child
+ * maps it too; a MADV_NOHUGEPAGE one never is */
+static void test_kpageflags_thp(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* pagemap hides frames from others than root; reported as skipped */
+	const size_t H = (size_t)TB_PM_THP_PAGES * 4096;
+	char *m = mmap(NULL, 4 * H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	char *a = (char *)(((uintptr_t)m + H - 1) & ~(uintptr_t)(H - 1)), *b = a + H;
+	assert_int_equal(madvise(a, H, MADV_HUGEPAGE), 0);
+	assert_int_equal(madvise(b, H, MADV_NOHUGEPAGE), 0);
+	memset(a, 1, 2 * H);
+	int kfd = tb_kpageflags_open();
+	assert_true(kfd >= 0);
+	int pfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	assert_true(pfd >= 0);
+	bool huge, shared;
+	thp_of(kfd, pfd, a, &huge, &shared);
+	long kb = anon_huge_kb((uintptr_t)a);
+	assert_true(kb == 0 || kb == 2048);
+	assert_int_equal(huge, kb == 2048); /* the kernel may have had no huge page to give */
+	assert_false(shared);
+	thp_of(kfd, pfd, b, &huge, &shared);
+	assert_false(huge);
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) { /* holds the copied mappings until the parent closes the pipe */
+		char c;
+		close(go[1]);
+		_exit(read(go[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(go[0]);
+	thp_of(kfd, pfd, a, &huge, &shared);
+	assert_int_equal(huge, kb == 2048);
+	assert_int_equal(shared, kb == 2048);
+	close(go[1]);
+	int st;
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(pfd);
+	close(kfd);
+	munmap(m, 4 * H);
 }
 
 static void test_softdirty_probe_answers(void **state)
@@ -181,9 +262,10 @@ static void test_zoneinfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nodelist),     cmocka_unit_test(test_maps_lines),
-		cmocka_unit_test(test_maps_of_self), cmocka_unit_test(test_softdirty_probe_answers),
-		cmocka_unit_test(test_mover_count),  cmocka_unit_test(test_zoneinfo),
+		cmocka_unit_test(test_nodelist),       cmocka_unit_test(test_maps_lines),
+		cmocka_unit_test(test_maps_of_self),   cmocka_unit_test(test_softdirty_probe_answers),
+		cmocka_unit_test(test_mover_count),    cmocka_unit_test(test_zoneinfo),
+		cmocka_unit_test(test_kpageflags_thp),
 	};
 	return tb_test_run("linux", tests, sizeof(tests) / sizeof(tests[0]));
 }

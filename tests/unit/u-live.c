@@ -2,7 +2,7 @@
 /* The live path against a fake kernel, one kind of failure each: pages busy
  * at their first move, a fast node fuller than it says, failing calls, a target
  * that exits or whose pid is reused, samples the sampler takes back, hot pages
- * that must stay. Each checks the counters, that the engine's view stays true
+ * that must stay, huge pages (whole, shared, split behind tierbal's back). Each checks the counters, that the engine's view stays true
  * to the fake kernel's, and the engine's invariants. */
 #include <errno.h>
 #include <setjmp.h>
@@ -195,6 +195,99 @@ static void test_hot_pages_stay(void **state)
 	stop(l, f);
 }
 
+static uint64_t ec(struct tb_live *l, enum tb_counter c)
+{
+	return tb_engine_counters(tb_live_engine(l))[c];
+}
+
+static void assert_no_failed_move(struct tb_live *l)
+{
+	assert_int_equal(tb_live_counter(l, TB_L_move_busy) + tb_live_counter(l, TB_L_move_nomem) +
+				 tb_live_counter(l, TB_L_move_gone) + tb_live_counter(l, TB_L_move_other),
+			 0);
+	assert_int_equal(ec(l, TB_C_pgmigrate_fail) + ec(l, TB_C_thp_migration_fail), 0);
+}
+
+/* The region is two transparent huge pages: each is found as one, moved once from its head, and
+ * counted as the kernel would (one THP migration, 512 base pages promoted), with no failed move */
+static void test_huge_pages_whole(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	f->thp[0] = f->thp[1] = true;
+	struct tb_live *l = live_start(f);
+	unsigned r = rounds(l, f, 2000, all_fast);
+	assert_true(r < 2000);
+	assert_true(all_fast(f));
+	assert_int_equal(tb_live_counter(l, TB_L_thp_found), 2);
+	assert_int_equal(f->thp_moves, 2);
+	assert_int_equal(ec(l, TB_C_thp_migration_success), 2);
+	assert_int_equal(ec(l, TB_C_pgpromote_success), PAGES);
+	assert_no_failed_move(l);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+/* One huge page, the other half base pages: both promoted, the huge one in one move */
+static void test_huge_and_base_pages(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	f->thp[1] = true;
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 2000, all_fast);
+	assert_true(all_fast(f));
+	assert_int_equal(tb_live_counter(l, TB_L_thp_found), 1);
+	assert_int_equal(f->thp_moves, 1);
+	assert_int_equal(ec(l, TB_C_thp_migration_success), 1);
+	assert_int_equal(ec(l, TB_C_pgpromote_success), PAGES);
+	assert_no_failed_move(l);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+/* A huge page another process maps too is not migrated, as the kernel's NUMA balancing does not */
+static void test_shared_huge_page_stays(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	f->thp[0] = f->thp[1] = true;
+	f->thp_shared = true;
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 300, NULL);
+	assert_int_equal(on_node(f, 1), PAGES);
+	assert_int_equal(f->thp_moves, 0);
+	assert_true(ec(l, TB_C_promote_fail_shared) > 0);
+	assert_int_equal(ec(l, TB_C_pgpromote_success), 0);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
+/* The kernel splits a huge page behind tierbal's back and half of it goes back to the slow node
+ * (reclaim, another mover): the split is found, its pages are found where they are and promoted
+ * again as base pages */
+static void test_split_found(void **state)
+{
+	(void)state;
+	struct fake *f = fake_start(NONE);
+	f->thp[0] = f->thp[1] = true;
+	struct tb_live *l = live_start(f);
+	rounds(l, f, 2000, all_fast);
+	assert_true(all_fast(f));
+	f->thp[1] = false;
+	for (unsigned i = 512; i < 768; i++)
+		f->node[i] = 1;
+	uint64_t before = ec(l, TB_C_pgpromote_success);
+	rounds(l, f, 2000, all_fast);
+	assert_true(all_fast(f));
+	assert_int_equal(tb_live_counter(l, TB_L_thp_split_found), 1);
+	assert_int_equal(ec(l, TB_C_pgpromote_success) - before, 256);
+	assert_int_equal(f->thp_moves, 2);
+	assert_no_failed_move(l);
+	assert_engine_true(l, f);
+	stop(l, f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +299,10 @@ int main(void)
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_unreliable_samples),
 		cmocka_unit_test(test_hot_pages_stay),
+		cmocka_unit_test(test_huge_pages_whole),
+		cmocka_unit_test(test_huge_and_base_pages),
+		cmocka_unit_test(test_shared_huge_page_stays),
+		cmocka_unit_test(test_split_found),
 	};
 	return tb_test_run("live", tests, sizeof(tests) / sizeof(tests[0]));
 }
