@@ -208,42 +208,38 @@ static void assert_no_failed_move(struct tb_live *l)
 	assert_int_equal(ec(l, TB_C_pgmigrate_fail) + ec(l, TB_C_thp_migration_fail), 0);
 }
 
-/* The region is two transparent huge pages: each is found as one, moved once from its head, and
- * counted as the kernel would (one THP migration, 512 base pages promoted), with no failed move */
-static void test_huge_pages_whole(void **state)
+/* With the region's second half (and its first too if nhuge is 2) one transparent huge page each:
+ * all promoted, each huge page found as one, moved once from its head and counted as the kernel
+ * would (one THP migration, 512 base pages promoted), with no failed move */
+static void promoted_with_huge_pages(unsigned nhuge)
 {
-	(void)state;
 	struct fake *f = fake_start(NONE);
-	f->thp[0] = f->thp[1] = true;
+	f->thp[0] = nhuge == 2;
+	f->thp[1] = true;
 	struct tb_live *l = live_start(f);
 	unsigned r = rounds(l, f, 2000, all_fast);
 	assert_true(r < 2000);
 	assert_true(all_fast(f));
-	assert_int_equal(tb_live_counter(l, TB_L_thp_found), 2);
-	assert_int_equal(f->thp_moves, 2);
-	assert_int_equal(ec(l, TB_C_thp_migration_success), 2);
+	assert_int_equal(tb_live_counter(l, TB_L_thp_found), nhuge);
+	assert_int_equal(f->thp_moves, nhuge);
+	assert_int_equal(ec(l, TB_C_thp_migration_success), nhuge);
 	assert_int_equal(ec(l, TB_C_pgpromote_success), PAGES);
 	assert_no_failed_move(l);
 	assert_engine_true(l, f);
 	stop(l, f);
 }
 
-/* One huge page, the other half base pages: both promoted, the huge one in one move */
+static void test_huge_pages_whole(void **state)
+{
+	(void)state;
+	promoted_with_huge_pages(2);
+}
+
+/* One huge page, the other half base pages */
 static void test_huge_and_base_pages(void **state)
 {
 	(void)state;
-	struct fake *f = fake_start(NONE);
-	f->thp[1] = true;
-	struct tb_live *l = live_start(f);
-	rounds(l, f, 2000, all_fast);
-	assert_true(all_fast(f));
-	assert_int_equal(tb_live_counter(l, TB_L_thp_found), 1);
-	assert_int_equal(f->thp_moves, 1);
-	assert_int_equal(ec(l, TB_C_thp_migration_success), 1);
-	assert_int_equal(ec(l, TB_C_pgpromote_success), PAGES);
-	assert_no_failed_move(l);
-	assert_engine_true(l, f);
-	stop(l, f);
+	promoted_with_huge_pages(1);
 }
 
 /* A huge page another process maps too is not migrated, as the kernel's NUMA balancing does not */
