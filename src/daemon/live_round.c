@@ -64,6 +64,10 @@ void tb_live_update_external(struct tb_live *l)
 	}
 }
 
+/* The round reads one id-map chunk as one possible huge page */
+_Static_assert(TB_CHUNK_PAGES == TB_HPAGE_PAGES && TB_PM_THP_PAGES == TB_HPAGE_PAGES,
+	       "an id-map chunk, the engine's huge page and pagemap's are the same 512 pages");
+
 static bool whole_present(const uint64_t *pm)
 {
 	for (unsigned i = 0; i < TB_CHUNK_PAGES; i++)
