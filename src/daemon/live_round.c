@@ -64,8 +64,10 @@ void tb_live_update_external(struct tb_live *l)
 	}
 }
 
-/* The round reads one id-map chunk as one possible huge page */
-_Static_assert(TB_CHUNK_PAGES == TB_HPAGE_PAGES && TB_PM_THP_PAGES == TB_HPAGE_PAGES,
+/* The round reads one id-map chunk as one possible huge page: the three sizes
+ * are equal by design, and the assertion keeps them so */
+_Static_assert(TB_CHUNK_PAGES == TB_HPAGE_PAGES &&        // NOLINT(misc-redundant-expression)
+		       TB_PM_THP_PAGES == TB_HPAGE_PAGES, // NOLINT(misc-redundant-expression)
 	       "an id-map chunk, the engine's huge page and pagemap's are the same 512 pages");
 
 static bool whole_present(const uint64_t *pm)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Runs in the guest: tierbal run against real processes (guest_hotcold).
  * 2 promotion with demotion (and a control without tierbal), 3 integrity,
- * 4 errors and signals, 5 --dry-run; each check prints ok/FAIL. */
+ * 4 errors and signals, 5 --dry-run, 6 transparent huge pages; each check
+ * prints ok/FAIL. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -686,6 +687,103 @@ static void test_dry_run(void)
 	check(finish_hotcold(&p) == 0, "integrity after the dry run");
 }
 
+#define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
+
+/* AnonHugePages (kB) summed over pid's areas that overlap [a, a + len), from
+ * smaps: parsed here, so that the check does not share tierbal's reader */
+static long long anon_huge_kb(pid_t pid, uintptr_t a, size_t len)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	FILE *f = fopen(path, "r");
+	long long sum = 0, kb;
+	bool in = false;
+	unsigned long lo, hi;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = lo < a + len && hi > a;
+		else if (in && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+			sum += kb;
+	}
+	if (f)
+		fclose(f);
+	return f ? sum : -1;
+}
+
+/* one counter of /proc/vmstat, or -1 */
+static long long vmstat(const char *name)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char line[128];
+	long long v = -1;
+	size_t nl = strlen(name);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, nl) && line[nl] == ' ')
+			v = atoll(line + nl + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* A hot set of 64 MiB asked to be huge (MADV_HUGEPAGE) on node 1, node 0 full
+ * of cold 4 KiB pages, under tierbal run with THP set to mode (always or
+ * never): the hot set reaches node 0, and with THP the huge pages move whole
+ * (one move each, none split, no failed move) and stay huge. */
+static void test_thp(const char *sampler, const char *mode)
+{
+	bool always = !strcmp(mode, "always");
+	char *old = slurp(THP_ENABLED), was[16] = "madvise";
+	char *br = strchr(old, '['), *end = br ? strchr(br, ']') : NULL;
+	if (end && end - br - 1 < (long)sizeof(was)) /* "always [madvise] never": the bracketed one is in force */
+		snprintf(was, sizeof(was), "%.*s", (int)(end - br - 1), br + 1);
+	free(old);
+	write_file(THP_ENABLED, mode);
+	const char *who = sampler ? sampler : "soft-dirty";
+	struct prog p;
+	char *argv[] = {"guest_hotcold", "--huge", "100", "64", NULL};
+	if (start_prog(&p, argv)) {
+		check(0, "guest_hotcold --huge started (THP %s)", mode);
+		write_file(THP_ENABLED, was);
+		return;
+	}
+	long long set_kb = (long long)p.nhot * 4, h0 = anon_huge_kb(p.pid, p.hot, p.nhot * 4096);
+	if (always)
+		check(h0 * 10 >= set_kb * 9, "THP always: %lld kB of the %lld kB hot set are huge pages at the start",
+		      h0, set_kb);
+	else
+		check(h0 == 0, "THP never: no huge page in the hot set (AnonHugePages %lld kB)", h0);
+	long long kthp0 = vmstat("thp_migration_success"), ksplit0 = vmstat("thp_migration_split");
+	pid_t d = spawn_run(&p, "/tmp/tb-thp.log", sampler);
+	unsigned secs;
+	double frac = wait_promoted(&p, d, 0.9, &secs);
+	check(frac >= 0.9, "THP %s, %s: %.1f%% of the hot set on node 0 after %u s (goal >= 90%% within 60 s)", mode,
+	      who, 100 * frac, secs);
+	long long h1 = anon_huge_kb(p.pid, p.hot, p.nhot * 4096);
+	long long thp = stat_value("thp_migration_success"), found = stat_value("thp_found");
+	long long failed = stat_value("pgmigrate_fail"), promoted = stat_value("pgpromote_success");
+	long long kthp = vmstat("thp_migration_success") - kthp0, ksplit = vmstat("thp_migration_split") - ksplit0;
+	long long nhuge = (long long)p.nhot / 512;
+	if (always) {
+		check(h1 * 10 >= h0 * 9, "huge pages kept: AnonHugePages %lld kB after, %lld kB before", h1, h0);
+		check(found >= nhuge * 9 / 10 && thp >= nhuge * 9 / 10,
+		      "tierbal found %lld huge pages and moved %lld whole (thp_migration_success; the set has %lld)",
+		      found, thp, nhuge);
+		check(kthp >= thp && ksplit == 0,
+		      "the kernel agrees: vmstat thp_migration_success +%lld, thp_migration_split +%lld", kthp, ksplit);
+	} else {
+		check(found == 0 && thp == 0,
+		      "no huge page found or moved (thp_found %lld, thp_migration_success %lld)", found, thp);
+	}
+	check(failed == 0 && promoted >= (long long)(0.9 * (double)p.nhot),
+	      "pgmigrate_fail %lld, pgpromote_success %lld (in 4 KiB pages, of %zu)", failed, promoted, p.nhot);
+	unsigned took;
+	int rc = stop_daemon(d, &took);
+	check(rc == 0, "SIGTERM: exit status %d", rc);
+	long bad = finish_hotcold(&p);
+	check(bad == 0, "integrity, THP %s: %ld mismatching pages of %zu", mode, bad, p.ncold + p.nhot);
+	write_file(THP_ENABLED, was);
+}
+
 #define KDAMONDS "/sys/kernel/mm/damon/admin/kdamonds"
 
 /* a DAMON sysfs file: reads fail with EBUSY while tierbal holds DAMON's lock
@@ -766,8 +864,14 @@ int main(int argc, char **argv)
 		test_dry_run();
 	if (!*only || !strcmp(only, "faults"))
 		test_faults();
-	if (!strcmp(only, "damon"))
-		test_damon(); /* only where the kernel has DAMON: suite.sh asks */
+	if (!*only || !strcmp(only, "thp")) {
+		test_thp(NULL, "always");
+		test_thp(NULL, "never");
+	}
+	if (!strcmp(only, "damon")) { /* only where the kernel has DAMON: suite.sh asks */
+		test_damon();
+		test_thp("damon", "always");
+	}
 	printf("daemon: %d passed, %d failed\n", pass, fail);
 	return fail != 0;
 }

@@ -3,7 +3,9 @@
  * (leaving LEAVE_MB free there), puts HOT_MB of hot pages on node 1 and keeps
  * writing them. Every page carries a checksum; on SIGUSR1 it stops, checks
  * every page and exits 0 only if none is wrong.
- * usage: guest_hotcold LEAVE_MB HOT_MB [SHIFT_S]
+ * usage: guest_hotcold [--huge] LEAVE_MB HOT_MB [SHIFT_S]
+ *        --huge: the hot sets are 2 MiB-aligned and MADV_HUGEPAGE (the cold
+ *        pages stay 4 KiB), so that THP backs them where the kernel allows it
  *        LEAVE_MB = -N: exactly N MiB of cold pages; HOT_MB = 0: no hot set, the
  *        program sleeps until SIGUSR1; SHIFT_S: a second hot set of the same size
  *        on node 1 takes over after SHIFT_S seconds (the first one turns cold)
@@ -36,12 +38,18 @@ static void on_usr1(int sig)
 	stop = 1;
 }
 
-static char *area(size_t pages, int node, size_t first)
+#define HUGE (2ul << 20)
+
+static char *area(size_t pages, int node, size_t first, bool huge)
 {
-	char *p = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	/* a huge area is mapped with a huge page's slack and starts at its first aligned byte */
+	size_t len = pages * PAGE + (huge ? HUGE : 0);
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
 		return NULL;
-	madvise(p, pages * PAGE, MADV_NOHUGEPAGE); /* 4 KiB pages: placement is per page */
+	char *p = huge ? (char *)(((uintptr_t)m + HUGE - 1) & ~(uintptr_t)(HUGE - 1)) : m;
+	/* 4 KiB pages unless asked: placement is then per page */
+	madvise(p, pages * PAGE, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	unsigned long mask = 1ul << node;
 	if (mbind(p, pages * PAGE, MPOL_BIND, &mask, sizeof(mask) * 8, 0))
 		return NULL;
@@ -53,8 +61,12 @@ static char *area(size_t pages, int node, size_t first)
 
 int main(int argc, char **argv)
 {
+	bool huge = argc > 1 && !strcmp(argv[1], "--huge");
+	argc -= huge;
+	argv += huge;
 	if (argc < 3 || argc > 4 || numa_available() < 0 || numa_max_node() < 1) {
-		fprintf(stderr, "usage: guest_hotcold LEAVE_MB HOT_MB [SHIFT_S] (on a machine with two nodes)\n");
+		fprintf(stderr,
+			"usage: guest_hotcold [--huge] LEAVE_MB HOT_MB [SHIFT_S] (on a machine with two nodes)\n");
 		return 2;
 	}
 	long leave = atol(argv[1]), hot_mb = atol(argv[2]), shift_s = argc > 3 ? atol(argv[3]) : 0;
@@ -66,9 +78,9 @@ int main(int argc, char **argv)
 	size_t ncold = (size_t)cold_b / PAGE, nhot = (size_t)hot_mb * (1u << 20) / PAGE;
 	signal(SIGUSR1, on_usr1);
 	uint64_t *gen = calloc(nhot + 1, sizeof(*gen)), *gen2 = calloc(nhot + 1, sizeof(*gen2));
-	char *cold = area(ncold, 0, 0);
-	char *hot = cold && gen && nhot ? area(nhot, 1, ncold) : NULL;
-	char *hot2 = hot && gen2 && shift_s > 0 ? area(nhot, 1, ncold + nhot) : NULL;
+	char *cold = area(ncold, 0, 0, false);
+	char *hot = cold && gen && nhot ? area(nhot, 1, ncold, huge) : NULL;
+	char *hot2 = hot && gen2 && shift_s > 0 ? area(nhot, 1, ncold + nhot, huge) : NULL;
 	if (!cold || (nhot && !hot) || (shift_s > 0 && !hot2)) {
 		fprintf(stderr, "guest_hotcold: cannot place %zu cold + %zu hot pages\n", ncold,
 			nhot * (shift_s > 0 ? 2 : 1));

@@ -25,9 +25,10 @@ echo "$t" | grep -q '"node": 0, .*"distance": \[10, [0-9]*\]' && ok "distances r
 
 # 2. the mover: real move_pages between the nodes, placement, integrity, errors
 # 3. the soft-dirty sampler: exactly the written pages
-# 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run
-# 5. (damon) the DAMON sampler on a kernel that has it, and tierbal exec there too: a kernel
-#    that moves pages for a userfaultfd (6.8 and later), so reads fault too
+# 4. the daemon: promotion with demotion, integrity, errors and signals, --dry-run, a hot set
+#    of transparent huge pages (THP always, and never)
+# 5. (damon) the DAMON sampler on a kernel that has it (also with a huge hot set), and tierbal
+#    exec there too: a kernel that moves pages for a userfaultfd (6.8 and later), so reads fault too
 progs="guest_mover_test guest_softdirty_test guest_daemon_test"
 [ "$only" = damon ] && progs="guest_daemon_test:damon guest_daemon_test:exec"
 for run in $progs; do
