@@ -499,6 +499,15 @@ void tb_park_mask(const struct tb_park *p, uintptr_t start, unsigned npages, uin
 	}
 }
 
+bool tb_park_holds(const struct tb_park *p, uintptr_t start, uintptr_t end)
+{
+	uintptr_t span = (uintptr_t)p->win * PAGE;
+	for (uint32_t s = 0; p->nparked && s < p->nslots; s++)
+		if (p->slot[s].parked && p->slot[s].orig < end && p->slot[s].orig + span > start)
+			return true;
+	return false;
+}
+
 bool tb_park_spoiled(const struct tb_park *p)
 {
 	return p->junk_slots > p->nslots / 4;

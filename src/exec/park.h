@@ -116,6 +116,8 @@ void tb_park_discard(struct tb_park *p, uintptr_t start, uintptr_t end);
 /* Bit i of bits (npages bits): page i of [start, start + npages * 4096)
  * waits in a slot. */
 void tb_park_mask(const struct tb_park *p, uintptr_t start, unsigned npages, uint64_t *bits);
+/* Whether a page of [start, end) waits in a slot. */
+bool tb_park_holds(const struct tb_park *p, uintptr_t start, uintptr_t end);
 /* Whether parking should stop for this process: too much of its park area
  * holds junk. */
 bool tb_park_spoiled(const struct tb_park *p);

@@ -207,13 +207,43 @@ bool tb_uffd_has(const struct tb_uffd *u, pid_t pid)
 	return pid > 0 && tb_uffd_find(u, pid) != NULL;
 }
 
-/* The registration left for exactly this mapping, or NULL. */
+/* The registration left for exactly this mapping, or NULL. Locked. */
 static const struct range *known(const struct proc *p, const struct tb_vma *v)
 {
 	for (size_t i = 0; i < p->nr_reg; i++)
 		if (p->reg[i].start == v->start && p->reg[i].end == v->end)
 			return &p->reg[i];
 	return NULL;
+}
+
+/* Whether part of [start, end) was registered before: a mapping split or
+ * moved keeps the kernel's registration, and may hold parked pages. Locked. */
+static bool seen_before(const struct proc *p, uintptr_t start, uintptr_t end)
+{
+	for (size_t i = 0; i < p->nr_reg; i++)
+		if (p->reg[i].start < end && p->reg[i].end > start)
+			return true;
+	return false;
+}
+
+#define HPAGE (2ul << 20)
+
+/* Whether a mapping is new to this userfaultfd and large enough to hold an
+ * aligned huge page: only such a mapping may be registered without missing
+ * pages (see tb_uffd_sync). Locked. */
+static bool new_and_huge_sized(const struct proc *p, const struct tb_vma *v)
+{
+	uintptr_t lo = (v->start + HPAGE - 1) & ~(HPAGE - 1), hi = v->end & ~(HPAGE - 1);
+	return hi > lo && !seen_before(p, v->start, v->end);
+}
+
+/* The kernel's THPeligible of mapping v, from smaps read as sv (sn areas). */
+static bool eligible(const struct tb_vma *sv, size_t sn, const struct tb_vma *v)
+{
+	for (size_t i = 0; i < sn; i++)
+		if (sv[i].start == v->start && sv[i].end == v->end)
+			return sv[i].thp_eligible;
+	return false;
 }
 
 size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t n)
@@ -224,33 +254,51 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	struct range *now = calloc(n ? n : 1, sizeof(*now));
 	if (!now)
 		return n;
+	/* A mapping registered for missing pages gets no transparent huge page at
+	 * its first touches: the fault is answered with 4 KiB pages. So a new
+	 * mapping the kernel would back with huge pages is registered for write
+	 * protection only, and its windows are never parked. smaps, which costs a
+	 * walk of the page tables, is read only when such a mapping is new. */
+	struct tb_vma *sv = NULL;
+	size_t sn = 0;
+	bool ask = false;
+	pthread_mutex_lock(&u->lock);
+	for (size_t i = 0; p->parking && i < n && !ask; i++)
+		ask = !known(p, &v[i]) && new_and_huge_sized(p, &v[i]);
+	pthread_mutex_unlock(&u->lock);
+	if (ask && tb_smaps_read(pid, &sv, &sn))
+		sv = NULL, sn = 0; /* gone or unreadable: every mapping as a 4 KiB one */
 	/* under the lock: an unmap the fault thread applies meanwhile must not
 	 * be overwritten by what the maps said before it */
 	pthread_mutex_lock(&u->lock);
 	size_t k = 0, failed = 0;
-	/* with parking, absent pages fault too: the parked ones, and first touches */
-	uint64_t mode = UFFDIO_REGISTER_MODE_WP | (p->parking ? UFFDIO_REGISTER_MODE_MISSING : 0);
 	for (size_t i = 0; i < n; i++) {
 		const struct range *had = known(p, &v[i]);
-		bool ours = had ? had->ours : true;
+		bool ours = had ? had->ours : true, missing = had ? had->missing : false;
 		if (!had) {
+			/* with parking, absent pages fault too: the parked ones, and first touches */
+			missing = p->parking && !(new_and_huge_sized(p, &v[i]) && eligible(sv, sn, &v[i]) &&
+						  !tb_park_holds(&p->park, v[i].start, v[i].end));
+			uint64_t mode = UFFDIO_REGISTER_MODE_WP | (missing ? UFFDIO_REGISTER_MODE_MISSING : 0);
 			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start}, .mode = mode};
 			/* EBUSY: the program uses a userfaultfd of its own there; leave it
 			 * alone, and do not ask again while the mapping stays as it is */
 			if (ioctl(p->fd, UFFDIO_REGISTER, &r)) {
 				failed++;
 				u->st.register_errors++;
-				ours = false;
+				ours = missing = false;
 			} else {
 				u->st.registered++;
+				u->st.registered_huge += !missing && p->parking;
 			}
 		}
-		now[k++] = (struct range){v[i].start, v[i].end, ours};
+		now[k++] = (struct range){v[i].start, v[i].end, ours, missing};
 	}
 	free(p->reg);
 	p->reg = now;
 	p->nr_reg = k;
 	pthread_mutex_unlock(&u->lock);
+	free(sv);
 	return failed;
 }
 

@@ -36,12 +36,13 @@ struct tb_uffd_event {
 };
 
 struct tb_uffd_stats {
-	uint64_t processes;      /* userfaultfds taken over */
-	uint64_t faults;         /* hint faults resolved (write-protect or parked) */
-	uint64_t faults_read;    /* of those, reads (only parked windows can show them) */
-	uint64_t fills;          /* first touches of never-used pages given a zero page (parking only) */
-	uint64_t resolve_errors; /* lifting a protection failed (the process is going away) */
-	uint64_t registered;     /* mappings registered */
+	uint64_t processes;       /* userfaultfds taken over */
+	uint64_t faults;          /* hint faults resolved (write-protect or parked) */
+	uint64_t faults_read;     /* of those, reads (only parked windows can show them) */
+	uint64_t fills;           /* first touches of never-used pages given a zero page (parking only) */
+	uint64_t resolve_errors;  /* lifting a protection failed (the process is going away) */
+	uint64_t registered;      /* mappings registered */
+	uint64_t registered_huge; /* of those, left without missing-page faults so that THP backs them: never parked */
 	uint64_t register_errors;
 	uint64_t protect_calls;
 	uint64_t protected_pages;

@@ -12,8 +12,9 @@
 
 /* How much of [a, end) from a lies in one registered mapping of ours: the
  * kernel moves a page out of a mapping that is not registered, and the
- * program would then read a fresh zero page there. Locked. */
-static uintptr_t ours_from(const struct proc *p, uintptr_t a, uintptr_t end)
+ * program would then read a fresh zero page there; *missing: whether that
+ * mapping faults on missing pages, which parking needs for the same reason. Locked. */
+static uintptr_t ours_from(const struct proc *p, uintptr_t a, uintptr_t end, bool *missing)
 {
 	size_t lo = 0, hi = p->nr_reg;
 	while (lo < hi) {
@@ -25,6 +26,7 @@ static uintptr_t ours_from(const struct proc *p, uintptr_t a, uintptr_t end)
 	}
 	if (lo == p->nr_reg || p->reg[lo].start > a || !p->reg[lo].ours)
 		return 0;
+	*missing = p->reg[lo].missing;
 	return (p->reg[lo].end < end ? p->reg[lo].end : end) - a;
 }
 
@@ -165,7 +167,8 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 	 * (mapped since the last sync, or the program's own userfaultfd's) is
 	 * left alone, and so are the threads' descriptors */
 	for (uintptr_t a = addr, end = addr + len; a < end;) {
-		uintptr_t in = ours_from(p, a, end);
+		bool missing = false;
+		uintptr_t in = ours_from(p, a, end, &missing);
 		if (in)
 			in = keep_free_from(p, a, a + in);
 		if (!in) {
@@ -173,7 +176,7 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 			a += PAGE;
 			continue;
 		}
-		int r = arm_range(u, p, a, a + in, park, now);
+		int r = arm_range(u, p, a, a + in, park && missing, now);
 		rc = rc ? rc : r;
 		a += in;
 	}

@@ -21,10 +21,11 @@
 #define HOLD_NS 10000000000ull /* a fork that never says it is done stops holding after this */
 
 /* A mapping as the last registration left it: ours, or one tierbal may not
- * register (the program's own userfaultfd is there). */
+ * register (the program's own userfaultfd is there); missing: registered
+ * for missing pages too, so that its windows may be parked. */
 struct range {
 	uintptr_t start, end;
-	bool ours;
+	bool ours, missing;
 };
 
 /* A range the program discarded (MADV_DONTNEED and friends), and when

@@ -62,6 +62,8 @@ static int read_areas(pid_t pid, const char *file, struct tb_vma **out, size_t *
 		}
 		if (*n && !strncmp(line, "VmFlags:", 8))
 			(*out)[*n - 1].softdirty = strstr(line + 8, " sd") != NULL;
+		else if (*n && !strncmp(line, "THPeligible:", 12))
+			(*out)[*n - 1].thp_eligible = strtol(line + 12, NULL, 10) == 1;
 		else if (tb_maps_parse_line(line, &(*out)[*n]) == 0)
 			(*n)++;
 	}

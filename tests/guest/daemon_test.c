@@ -87,7 +87,7 @@ static pid_t spawn(char *const argv[], int out_fd, const char *err_path, uid_t u
 }
 
 /* argv: the command that ends up running guest_hotcold (directly, or under tierbal exec) */
-static int start_prog(struct prog *p, char *const argv[])
+static int spawn_prog(struct prog *p, char *const argv[])
 {
 	int fds[2];
 	if (pipe(fds))
@@ -96,9 +96,15 @@ static int start_prog(struct prog *p, char *const argv[])
 	p->runner = spawn(argv, fds[1], NULL, 0);
 	close(fds[1]);
 	p->out = fdopen(fds[0], "r");
+	return p->out ? 0 : -1;
+}
+
+/* reads guest_hotcold's "ready" line */
+static int read_ready(struct prog *p)
+{
 	char line[256];
 	int pid;
-	if (!p->out || !fgets(line, sizeof(line), p->out) ||
+	if (!fgets(line, sizeof(line), p->out) ||
 	    sscanf(line, "ready %d cold %lx %zu hot %lx %zu", &pid, &p->cold, &p->ncold, &p->hot, &p->nhot) != 5)
 		return -1;
 	p->pid = pid;
@@ -109,6 +115,11 @@ static int start_prog(struct prog *p, char *const argv[])
 	for (size_t i = 0; i < p->nhot; i++)
 		p->hot_pages[i] = (void *)(p->hot + i * 4096);
 	return 0;
+}
+
+static int start_prog(struct prog *p, char *const argv[])
+{
+	return spawn_prog(p, argv) ? -1 : read_ready(p);
 }
 
 static int start_hotcold(struct prog *p, const char *leave_mb, const char *hot_mb)
@@ -710,6 +721,14 @@ static long long anon_huge_kb(pid_t pid, uintptr_t a, size_t len)
 	return f ? sum : -1;
 }
 
+/* the THP mode in force, from the text of THP_ENABLED: "always [madvise] never" says madvise */
+static void thp_mode_of(const char *text, char *mode, size_t len)
+{
+	const char *br = strchr(text, '['), *end = br ? strchr(br, ']') : NULL;
+	if (end && end - br - 1 < (long)len)
+		snprintf(mode, len, "%.*s", (int)(end - br - 1), br + 1);
+}
+
 /* one counter of /proc/vmstat, or -1 */
 static long long vmstat(const char *name)
 {
@@ -733,9 +752,7 @@ static void test_thp(const char *sampler, const char *mode)
 {
 	bool always = !strcmp(mode, "always");
 	char *old = slurp(THP_ENABLED), was[16] = "madvise";
-	char *br = strchr(old, '['), *end = br ? strchr(br, ']') : NULL;
-	if (end && end - br - 1 < (long)sizeof(was)) /* "always [madvise] never": the bracketed one is in force */
-		snprintf(was, sizeof(was), "%.*s", (int)(end - br - 1), br + 1);
+	thp_mode_of(old, was, sizeof(was));
 	free(old);
 	write_file(THP_ENABLED, mode);
 	const char *who = sampler ? sampler : "soft-dirty";
@@ -781,6 +798,71 @@ static void test_thp(const char *sampler, const char *mode)
 	check(rc == 0, "SIGTERM: exit status %d", rc);
 	long bad = finish_hotcold(&p);
 	check(bad == 0, "integrity, THP %s: %ld mismatching pages of %zu", mode, bad, p.ncold + p.nhot);
+	write_file(THP_ENABLED, was);
+}
+
+/* tierbal exec with THP always on a hot set asked to be huge: its first
+ * touches under tierbal get huge pages, which reach node 0 whole and stay
+ * huge; every page keeps its checksum */
+static void test_exec_thp(void)
+{
+	char *old = slurp(THP_ENABLED), was[16] = "madvise";
+	thp_mode_of(old, was, sizeof(was));
+	free(old);
+	write_file(THP_ENABLED, "always");
+	struct prog p;
+	char *argv[] = {"tierbal",
+			"exec",
+			"--stats=/tmp/exec-thp.stats",
+			"--log",
+			"/tmp/exec-thp.log",
+			"--socket",
+			SOCK,
+			"--",
+			"guest_hotcold_dyn",
+			"--huge",
+			"--hold",
+			"100",
+			"64",
+			NULL};
+	/* the hot set is first touched only once tierbal has registered its mapping */
+	char line[64];
+	int pid = 0;
+	if (spawn_prog(&p, argv) || !fgets(line, sizeof(line), p.out) || sscanf(line, "mapped %d", &pid) != 1) {
+		check(0, "tierbal exec started guest_hotcold_dyn --huge --hold");
+		write_file(THP_ENABLED, was);
+		return;
+	}
+	long long thp_maps = wait_stat("uffd_mappings_thp", 1, 20000);
+	kill(pid, SIGUSR2);
+	if (read_ready(&p)) {
+		check(0, "guest_hotcold_dyn filled its memory");
+		write_file(THP_ENABLED, was);
+		return;
+	}
+	check(thp_maps >= 1,
+	      "the hot set's mapping is registered without missing-page faults before its first touch "
+	      "(uffd_mappings_thp %lld)",
+	      thp_maps);
+	long long set_kb = (long long)p.nhot * 4, h0 = anon_huge_kb(p.pid, p.hot, p.nhot * 4096);
+	check(h0 * 10 >= set_kb * 9, "under tierbal exec, first touches got huge pages: %lld kB of the %lld kB hot set",
+	      h0, set_kb);
+	unsigned secs;
+	double frac = wait_promoted(&p, p.runner, 0.9, &secs);
+	check(frac >= 0.9, "THP always, tierbal exec: %.1f%% of the hot set on node 0 after %u s", 100 * frac, secs);
+	long long h1 = anon_huge_kb(p.pid, p.hot, p.nhot * 4096);
+	check(h1 * 10 >= h0 * 9, "huge pages kept under tierbal exec: AnonHugePages %lld kB after, %lld kB before", h1,
+	      h0);
+	long long thp = stat_value("thp_migration_success"), failed = stat_value("pgmigrate_fail");
+	check(thp >= (long long)p.nhot / 512 * 9 / 10 && failed == 0,
+	      "moved whole: thp_migration_success %lld, pgmigrate_fail %lld", thp, failed);
+	long bad = finish_hotcold(&p);
+	check(bad == 0, "integrity under tierbal exec, THP always: %ld mismatching pages of %zu", bad,
+	      p.ncold + p.nhot);
+	char *st = slurp("/tmp/exec-thp.stats");
+	check(stat_in(st, "uffd_processes") == 1 && stat_in(st, "uffd_resolve_errors") == 0,
+	      "the counters at exit: no fault left unresolved");
+	free(st);
 	write_file(THP_ENABLED, was);
 }
 
@@ -860,6 +942,8 @@ int main(int argc, char **argv)
 		test_cgroup();
 	if (!*only || !strcmp(only, "exec"))
 		test_exec();
+	if (!strcmp(only, "exec"))
+		test_exec_thp(); /* where exec parks (6.8 and later): suite.sh asks */
 	if (!*only || !strcmp(only, "dry-run"))
 		test_dry_run();
 	if (!*only || !strcmp(only, "faults"))

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -174,11 +175,142 @@ static void test_exec_park_only_registered(void **state)
 	munmap(r, 2 * chunk);
 }
 
+/* AnonHugePages (kB) of this process's area that starts at a, from smaps */
+static long huge_kb_at(uintptr_t a)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long kb = -1;
+	unsigned long lo;
+	bool in = false;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') && sscanf(line, "%lx-", &lo) == 1)
+			in = lo == a;
+		else if (in)
+			sscanf(line, "AnonHugePages: %ld kB", &kb);
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* the mode of /sys/kernel/mm/transparent_hugepage/enabled in force: 'a'lways, 'm'advise or 'n'ever */
+static char thp_mode(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char buf[64] = "";
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	const char *br = strchr(buf, '[');
+	return br ? br[1] : 'n';
+}
+
+/* With parking, a mapping registered for missing pages gets no huge page at
+ * its first touches. A new mapping the kernel calls THPeligible is registered
+ * for write protection only: its first touches get huge pages and it is never
+ * parked, while a MADV_NOHUGEPAGE mapping beside it is parked and comes back. */
+static void test_exec_thp_first_touch(void **state)
+{
+	(void)state;
+	const char *rt = rt_lib();
+	struct rt_session ses;
+	rt_listen(&ses);
+	char err[256];
+	const size_t H = 2ul << 20, hlen = 4 * H, slen = 16 * 4096;
+	char *m = mmap(NULL, hlen + H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *s = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED && s != MAP_FAILED);
+	char *h = (char *)(((uintptr_t)m + H - 1) & ~(uintptr_t)(H - 1));
+	assert_int_equal(madvise(h, hlen, MADV_HUGEPAGE), 0);
+	assert_int_equal(madvise(s, slen, MADV_NOHUGEPAGE), 0);
+	int cmd[2], ack[2];
+	assert_int_equal(pipe(cmd), 0);
+	assert_int_equal(pipe(ack), 0);
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(s, 1, slen); /* the child's own pages: a page shared with the parent cannot be moved */
+		rt_load(&ses, rt);
+		char b = 'h';
+		if (write(ack[1], &b, 1) != 1 || read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		memset(h, 5, hlen); /* first touches, after the registration */
+		long kb = huge_kb_at((uintptr_t)h);
+		char k = (char)(kb < 0 ? 0 : kb / 2048); /* huge pages it got */
+		if (write(ack[1], &k, 1) != 1 || read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		size_t bad = 0;
+		for (size_t i = 0; i < hlen; i += 4096)
+			bad += h[i] != 5;
+		for (size_t i = 0; i < slen; i += 4096)
+			bad += s[i] != 1;
+		_exit(bad ? 3 : 0);
+	}
+	rt_accept(&ses, c);
+	struct tb_uffd *u;
+	struct tb_uffd_park park = {.fork_fd = ses.ffd, .park_ns = 60000000000ull, .max_slots = 64};
+	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
+	assert_int_equal(tb_uffd_attach(u, c, ses.uffd, &ses.rd), 0);
+	char b;
+	assert_int_equal(read(ack[0], &b, 1), 1);
+	struct tb_vma v[2] = {
+		{.start = (uintptr_t)h,
+		 .end = (uintptr_t)h + hlen,
+		 .readable = true,
+		 .writable = true,
+		 .private = true,
+		 .anon = true},
+		{.start = (uintptr_t)s,
+		 .end = (uintptr_t)s + slen,
+		 .readable = true,
+		 .writable = true,
+		 .private = true,
+		 .anon = true},
+	};
+	assert_int_equal(tb_uffd_sync(u, c, v, 2), 0);
+	assert_int_equal(write(cmd[1], &b, 1), 1);
+	char got;
+	assert_int_equal(read(ack[0], &got, 1), 1);
+	bool thp = thp_mode() != 'n';
+	struct tb_uffd_stats st;
+	tb_uffd_stats(u, &st);
+	assert_int_equal(st.registered, 2);
+	assert_int_equal(st.registered_huge, thp ? 1 : 0);
+	/* the kernel may lack a free 2 MiB block for some of them, never for all */
+	if (thp && got < 1)
+		fail_msg("first touches under tierbal exec got no huge page in a MADV_HUGEPAGE mapping");
+	assert_int_equal(tb_uffd_arm(u, c, v[0].start, hlen, 1), 0);
+	assert_int_equal(tb_uffd_arm(u, c, v[1].start, slen, 1), 0);
+	tb_uffd_stats(u, &st);
+	/* parked: the small mapping page by page, and the huge-page one only without THP */
+	assert_int_equal(st.park.windows, slen / 4096 + (thp ? 0 : hlen / 4096 < 64 ? hlen / 4096 : 64));
+	assert_int_equal(write(cmd[1], &b, 1), 1);
+	int status;
+	assert_int_equal(waitpid(c, &status, 0), c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("the program read wrong data (status %d)", status);
+	tb_uffd_stats(u, &st);
+	assert_int_equal(st.park.lost, 0);
+	tb_uffd_free(u);
+	rt_close(&ses);
+	close(cmd[0]);
+	close(cmd[1]);
+	close(ack[0]);
+	close(ack[1]);
+	munmap(m, hlen + H);
+	munmap(s, slen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exec_node_filling),
 		cmocka_unit_test(test_exec_park_only_registered),
+		cmocka_unit_test(test_exec_thp_first_touch),
 	};
 	return tb_test_run("live-exec", tests, sizeof(tests) / sizeof(tests[0]));
 }
