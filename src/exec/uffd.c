@@ -96,6 +96,7 @@ static void drop(struct tb_uffd *u, struct proc *p)
 		close(p->mem_fd);
 	free(p->keep);
 	free(p->reg);
+	free(p->smaps);
 	free(p->q);
 	uint32_t gen = p->gen + 1;
 	*p = (struct proc){.gen = gen, .fd = -1, .chan = -1, .mem_fd = -1};
@@ -237,13 +238,13 @@ static bool new_and_huge_sized(const struct proc *p, const struct tb_vma *v)
 	return hi > lo && !seen_before(p, v->start, v->end);
 }
 
-/* The kernel's THPeligible of mapping v, from smaps read as sv (sn areas). */
-static bool eligible(const struct tb_vma *sv, size_t sn, const struct tb_vma *v)
+/* What the last smaps said of mapping v: 1 THPeligible, 0 not, -1 not there. */
+static int eligible(const struct proc *p, const struct tb_vma *v)
 {
-	for (size_t i = 0; i < sn; i++)
-		if (sv[i].start == v->start && sv[i].end == v->end)
-			return sv[i].thp_eligible;
-	return false;
+	for (size_t i = 0; i < p->nr_smaps; i++)
+		if (p->smaps[i].start == v->start && p->smaps[i].end == v->end)
+			return p->smaps[i].thp_eligible;
+	return -1;
 }
 
 size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t n)
@@ -257,17 +258,13 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	/* A mapping registered for missing pages gets no transparent huge page at
 	 * its first touches: the fault is answered with 4 KiB pages. So a new
 	 * mapping the kernel would back with huge pages is registered for write
-	 * protection only, and its windows are never parked. smaps, which costs a
-	 * walk of the page tables, is read only when such a mapping is new. */
-	struct tb_vma *sv = NULL;
-	size_t sn = 0;
+	 * protection only, and its windows are never parked. Whether it would is
+	 * smaps' THPeligible; smaps costs a walk of the page tables and is read
+	 * only when a new mapping needs it, after the registrations: a mapping it
+	 * does not list yet waits for the next sync, so that the registrations
+	 * still follow the maps read just before (a mapping replaced meanwhile
+	 * would be split by registering the old one's range). */
 	bool ask = false;
-	pthread_mutex_lock(&u->lock);
-	for (size_t i = 0; p->parking && i < n && !ask; i++)
-		ask = !known(p, &v[i]) && new_and_huge_sized(p, &v[i]);
-	pthread_mutex_unlock(&u->lock);
-	if (ask && tb_smaps_read(pid, &sv, &sn))
-		sv = NULL, sn = 0; /* gone or unreadable: every mapping as a 4 KiB one */
 	/* under the lock: an unmap the fault thread applies meanwhile must not
 	 * be overwritten by what the maps said before it */
 	pthread_mutex_lock(&u->lock);
@@ -277,8 +274,15 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 		bool ours = had ? had->ours : true, missing = had ? had->missing : false;
 		if (!had) {
 			/* with parking, absent pages fault too: the parked ones, and first touches */
-			missing = p->parking && !(new_and_huge_sized(p, &v[i]) && eligible(sv, sn, &v[i]) &&
-						  !tb_park_holds(&p->park, v[i].start, v[i].end));
+			missing = p->parking;
+			if (p->parking && new_and_huge_sized(p, &v[i])) {
+				int el = eligible(p, &v[i]);
+				if (el < 0) {
+					ask = true;
+					continue;
+				}
+				missing = !el || tb_park_holds(&p->park, v[i].start, v[i].end);
+			}
 			uint64_t mode = UFFDIO_REGISTER_MODE_WP | (missing ? UFFDIO_REGISTER_MODE_MISSING : 0);
 			struct uffdio_register r = {.range = {v[i].start, v[i].end - v[i].start}, .mode = mode};
 			/* EBUSY: the program uses a userfaultfd of its own there; leave it
@@ -298,7 +302,13 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 	p->reg = now;
 	p->nr_reg = k;
 	pthread_mutex_unlock(&u->lock);
-	free(sv);
+	struct tb_vma *sv;
+	size_t sn;
+	if (ask && !tb_smaps_read(pid, &sv, &sn)) { /* failing: gone, and the next sync asks again */
+		free(p->smaps);
+		p->smaps = sv;
+		p->nr_smaps = sn;
+	}
 	return failed;
 }
 

@@ -46,6 +46,8 @@ struct proc {
 	uint32_t gen;      /* tells a reused slot from the old one in epoll events */
 	struct range *reg; /* by address; an unmap or move forgets what it touches until the next sync */
 	size_t nr_reg;
+	struct tb_vma *smaps; /* its areas as smaps last said, for THPeligible (see tb_uffd_sync) */
+	size_t nr_smaps;
 	bool parking, spoiled;
 	bool park_init;  /* p->park was set up (parking may have stopped since) */
 	bool stuck;      /* the mover did not answer in time: no new parking until it does */

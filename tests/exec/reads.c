@@ -15,6 +15,8 @@ int main(int argc, char **argv)
 	uint64_t *b = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED)
 		return 2;
+	/* 4 KiB pages: tierbal exec parks no mapping that could hold huge pages */
+	madvise(b, n, MADV_NOHUGEPAGE);
 	for (size_t i = 0; i < n / 8; i++)
 		b[i] = i * 0x9e3779b97f4a7c15ull;
 	uint64_t want = 0;
