@@ -43,6 +43,7 @@ struct tb_node {
 	unsigned tier, socket;
 	int demote_to;
 	bool kswapd_awake;
+	unsigned kswapd_order; /* the largest allocation order a wake asked for since kswapd last slept */
 	struct tb_lru lru[NR_LRU];
 	/* hot threshold and rate limit state, per top-tier node as in pg_data_t */
 	uint64_t nr_cand;
@@ -200,6 +201,10 @@ bool tb_tiering_on(const struct tb_engine *e);
 void tb_boost_on_refusal(struct tb_engine *e, unsigned n);
 void tb_boost_decay(struct tb_engine *e, uint64_t elapsed_ns);
 void tb_kswapd_wake(struct tb_engine *e, unsigned n);
+/* The same for an allocation of 2^order pages (wakeup_kswapd's order): kswapd
+ * then works until that many pages are free above its target, as
+ * zone_watermark_ok() asks at that order. */
+void tb_kswapd_wake_order(struct tb_engine *e, unsigned n, unsigned order);
 
 /* reclaim.c */
 uint64_t tb_reclaim_node(struct tb_engine *e, unsigned n, uint64_t nr, enum tb_migrate_reason why);

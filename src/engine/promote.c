@@ -140,7 +140,8 @@ void tb_promote_retry_run(struct tb_engine *e)
 		if (valid) {
 			const struct tb_node *d = &e->node[r->dst];
 			if (node_free(d) <= d->wmark_high + unit_pages(e, r->page)) {
-				tb_kswapd_wake(e, r->dst); /* still no room: kswapd's next run makes it */
+				/* still no room: kswapd's next run makes it */
+				tb_kswapd_wake_order(e, r->dst, in_huge(e, r->page) ? TB_HPAGE_ORDER : 0);
 				break;
 			}
 			promote_page(e, r->page, src, r->dst);
@@ -213,7 +214,7 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 	if (node_free(d) <= d->wmark_high + unit_pages(e, p)) {
 		count(e, TB_C_promote_fail_wmark, 1);
 		tb_boost_on_refusal(e, dst);
-		tb_kswapd_wake(e, dst);
+		tb_kswapd_wake_order(e, dst, in_huge(e, p) ? TB_HPAGE_ORDER : 0); /* as numamigrate_isolate_page() */
 		retry_later(e, p, dst);
 		return false;
 	}

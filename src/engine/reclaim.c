@@ -213,6 +213,7 @@ void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 		uint64_t target = tb_kswapd_target(e, i);
 		if (node_free(n) >= target) {
 			n->kswapd_awake = false;
+			n->kswapd_order = 0;
 			continue;
 		}
 		uint64_t want = target - node_free(n);
@@ -223,7 +224,9 @@ void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 			continue;
 		uint64_t got = tb_reclaim_node(e, i, budget, TB_MIGRATE_DEMOTE_KSWAPD);
 		e->kswapd_credit -= (double)got;
-		if (got == 0 || node_free(n) >= target)
+		if (got == 0 || node_free(n) >= target) {
 			n->kswapd_awake = false;
+			n->kswapd_order = 0;
+		}
 	}
 }

@@ -64,15 +64,25 @@ uint64_t tb_kswapd_target(const struct tb_engine *e, unsigned i)
 		t = e->k.wmark_mode == TB_WMARK_BOOST ? n->wmark_high + n->boost : n->wmark_promo;
 	if (n->wmark_demote > t)
 		t = n->wmark_demote;
+	/* zone_watermark_ok() at order k: 2^k - 1 pages more than the mark */
+	if (n->kswapd_order)
+		t += (1ull << n->kswapd_order) - 1;
 	return t;
 }
 
-void tb_kswapd_wake(struct tb_engine *e, unsigned n)
+void tb_kswapd_wake_order(struct tb_engine *e, unsigned n, unsigned order)
 {
 	if (!e->node[n].kswapd_awake) {
 		e->node[n].kswapd_awake = true;
 		count(e, TB_C_kswapd_wakeups, 1);
 	}
+	if (order > e->node[n].kswapd_order)
+		e->node[n].kswapd_order = order;
+}
+
+void tb_kswapd_wake(struct tb_engine *e, unsigned n)
+{
+	tb_kswapd_wake_order(e, n, 0);
 }
 
 /* A promotion to n was refused for lack of free memory: in boost mode this

@@ -90,6 +90,30 @@ static void test_wmark_counts_512(void **state)
 	assert_int_equal(ctr(f, TB_C_pgpromote_success), 1);
 }
 
+/* numamigrate_isolate_page() wakes kswapd at the huge page's order: with the
+ * promotion watermark less than 512 pages above high, an order-0 kswapd would
+ * stop short of room for a huge page, and its promotion would fail forever */
+static void test_kswapd_order_makes_room(void **state)
+{
+	struct fake *f = *state;
+	uint32_t next = 0;
+	struct tb_node_info ni = info(f, 0);
+	assert_true(ni.wmark_promo < ni.wmark_high + TB_HPAGE_PAGES); /* the case at stake */
+	fill_fast(f, &next, ni.wmark_promo);
+	assert_int_equal(tb_engine_place_huge(f->e, HEAD, 1), 0);
+	advance(f, 1);
+	tb_engine_hint_fault(f->e, HEAD, false);
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 1);
+	for (unsigned ms = 0; ms < 60000 && !ctr(f, TB_C_thp_migration_success); ms += 100) {
+		advance(f, 100); /* kswapd demotes; the scanner arms the huge page again */
+		if (f->armed[HEAD])
+			tb_engine_hint_fault(f->e, HEAD, false);
+	}
+	assert_true(ctr(f, TB_C_pgdemote_kswapd) >= TB_HPAGE_PAGES - (ni.wmark_promo - ni.wmark_high));
+	assert_int_equal(ctr(f, TB_C_thp_migration_success), 1);
+	assert_int_equal(tb_engine_page_node(f->e, HEAD), 0);
+}
+
 static void test_shared_not_promoted(void **state)
 {
 	struct fake *f = *state;
@@ -167,6 +191,7 @@ int main(void)
 		engine_test(test_alloc_fallback, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_promote_whole, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_wmark_counts_512, TB_POLICY_PROMOTE, NULL),
+		engine_test(test_kswapd_order_makes_room, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_shared_not_promoted, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_promote_fail_no_split, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_demote_splits_on_enomem, TB_POLICY_PROMOTE, NULL),
