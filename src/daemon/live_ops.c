@@ -121,19 +121,22 @@ const struct tb_platform_ops tb_live_platform = {
 };
 
 /* The scanner armed these pages: park or write-protect them, in runs of
- * adjacent pages of one process. A huge page is left to the sampler: parking
- * or protecting part of it would split it. */
+ * adjacent pages of one process. A huge page is write-protected whole:
+ * protecting part of it would split it. */
 static int live_arm(void *ctx, const uint32_t *pages, size_t n)
 {
 	struct tb_live *l = ctx;
 	size_t i = 0;
 	while (i < n) {
+		uint32_t owner = l->map.owner[pages[i] >> TB_CHUNK_SHIFT];
+		uintptr_t a = tb_idmap_addr(&l->map, pages[i]);
 		if (tb_engine_huge_flags(l->e, pages[i]) & TB_HUGE) {
+			struct tb_target *t = owner < l->nr_t ? l->t[owner] : NULL;
+			if (t && !t->dead && tb_uffd_has(l->uffd, t->pid))
+				tb_uffd_arm_huge(l->uffd, t->pid, a & ~((uintptr_t)TB_CHUNK_BYTES - 1));
 			i++;
 			continue;
 		}
-		uint32_t owner = l->map.owner[pages[i] >> TB_CHUNK_SHIFT];
-		uintptr_t a = tb_idmap_addr(&l->map, pages[i]);
 		size_t j = i + 1;
 		while (j < n && l->map.owner[pages[j] >> TB_CHUNK_SHIFT] == owner &&
 		       !(tb_engine_huge_flags(l->e, pages[j]) & TB_HUGE) &&

@@ -112,6 +112,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		EMIT("uffd_resolve_errors %llu\n", (unsigned long long)us.resolve_errors);
 		EMIT("uffd_mappings_registered %llu\n", (unsigned long long)us.registered);
 		EMIT("uffd_mappings_thp %llu\n", (unsigned long long)us.registered_huge);
+		EMIT("uffd_armed_huge %llu\n", (unsigned long long)us.armed_huge);
 		EMIT("uffd_register_errors %llu\n", (unsigned long long)us.register_errors);
 		EMIT("uffd_protected_pages %llu\n", (unsigned long long)us.protected_pages);
 		EMIT("uffd_arm_skipped %llu\n", (unsigned long long)us.arm_skipped);

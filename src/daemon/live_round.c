@@ -165,7 +165,8 @@ static void apply_seen(struct tb_live *l, struct tb_target *t, bool uffd)
 				continue;
 			}
 			l->ps[id] |= PS_SEEN | PS_YOUNG;
-			/* with a userfaultfd, hint faults come from it, but for huge pages, never armed through it */
+			/* with a userfaultfd, hint faults come from it; a huge page, never parked, shows it only
+			 * its writes, so the sampler reports its reads as hint faults too */
 			if (!uffd || (tb_engine_huge_flags(l->e, id) & TB_HUGE)) {
 				/* both or neither: the two lists stay the same length */
 				if (tb_live_push(&l->faults, id)) {

@@ -97,6 +97,7 @@ static void drop(struct tb_uffd *u, struct proc *p)
 	free(p->keep);
 	free(p->reg);
 	free(p->smaps);
+	tb_hugeset_free(&p->huge);
 	free(p->q);
 	uint32_t gen = p->gen + 1;
 	*p = (struct proc){.gen = gen, .fd = -1, .chan = -1, .mem_fd = -1};

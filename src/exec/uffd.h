@@ -43,6 +43,7 @@ struct tb_uffd_stats {
 	uint64_t resolve_errors;  /* lifting a protection failed (the process is going away) */
 	uint64_t registered;      /* mappings registered */
 	uint64_t registered_huge; /* of those, left without missing-page faults so that THP backs them: never parked */
+	uint64_t armed_huge;      /* huge pages write-protected whole */
 	uint64_t register_errors;
 	uint64_t protect_calls;
 	uint64_t protected_pages;
@@ -102,6 +103,10 @@ size_t tb_uffd_sync(struct tb_uffd *u, pid_t pid, const struct tb_vma *v, size_t
 /* Arms [addr, addr + len): parks what it can, write-protects the rest. 0
  * or a negative errno. */
 int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64_t now_ns);
+/* Arms the huge page at addr (2 MiB-aligned): write-protects all of it, in
+ * one call that keeps it huge, and its fault lifts all of it. Never parked:
+ * moving it would take a slot of 512 pages. 0 or a negative errno. */
+int tb_uffd_arm_huge(struct tb_uffd *u, pid_t pid, uintptr_t addr);
 /* Bit i of bits: page i of [start, start + npages pages) is parked (it looks
  * absent in pagemap, but it is the program's). False: nothing parked there. */
 bool tb_uffd_parked(struct tb_uffd *u, pid_t pid, uintptr_t start, unsigned npages, uint64_t *bits);

@@ -184,6 +184,31 @@ int tb_uffd_arm(struct tb_uffd *u, pid_t pid, uintptr_t addr, size_t len, uint64
 	return rc;
 }
 
+int tb_uffd_arm_huge(struct tb_uffd *u, pid_t pid, uintptr_t addr)
+{
+	struct proc *p = tb_uffd_find(u, pid);
+	if (!p || pid <= 0 || addr % TB_UFFD_HPAGE)
+		return p && pid > 0 ? -EINVAL : -ENOENT;
+	pthread_mutex_lock(&u->lock);
+	refresh_keep(p);
+	bool missing;
+	uintptr_t end = addr + TB_UFFD_HPAGE, in = ours_from(p, addr, end, &missing);
+	if (in == TB_UFFD_HPAGE)
+		in = keep_free_from(p, addr, end);
+	int rc = 0;
+	if (in < TB_UFFD_HPAGE) { /* not all in one mapping of ours, or a thread's descriptor in it */
+		u->st.arm_skipped += TB_UFFD_HPAGE / PAGE;
+	} else if ((rc = tb_hugeset_add(&p->huge, addr)) == 0) {
+		rc = protect(u, p, addr, TB_UFFD_HPAGE);
+		if (rc)
+			tb_hugeset_take(&p->huge, addr);
+		else
+			u->st.armed_huge++;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return rc;
+}
+
 bool tb_uffd_parked(struct tb_uffd *u, pid_t pid, uintptr_t start, unsigned npages, uint64_t *bits)
 {
 	struct proc *p = pid > 0 ? tb_uffd_find(u, pid) : NULL;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "exec/hugeset.h"
 #include "exec/park.h"
 #include "exec/uffd.h"
 #include "exec/uffd_abi.h"
@@ -19,6 +20,7 @@
 #define EV_FORK (UINT64_MAX - 1)
 #define RETRY_NS 2000000ull    /* how long one pass keeps trying what the kernel refuses while mappings change */
 #define HOLD_NS 10000000000ull /* a fork that never says it is done stops holding after this */
+#define TB_UFFD_HPAGE ((uintptr_t)2 << 20) /* a transparent huge page */
 
 /* A mapping as the last registration left it: ours, or one tierbal may not
  * register (the program's own userfaultfd is there); missing: registered
@@ -46,7 +48,8 @@ struct proc {
 	uint32_t gen;      /* tells a reused slot from the old one in epoll events */
 	struct range *reg; /* by address; an unmap or move forgets what it touches until the next sync */
 	size_t nr_reg;
-	struct tb_vma *smaps; /* its areas as smaps last said, for THPeligible (see tb_uffd_sync) */
+	struct tb_vma *smaps;   /* its areas as smaps last said, for THPeligible (see tb_uffd_sync) */
+	struct tb_hugeset huge; /* huge pages write-protected whole, not faulted since */
 	size_t nr_smaps;
 	bool parking, spoiled;
 	bool park_init;  /* p->park was set up (parking may have stopped since) */

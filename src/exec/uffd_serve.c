@@ -41,8 +41,22 @@ static void queue_fault(struct tb_uffd *u, struct proc *p, uintptr_t w, unsigned
  * a mapping's edge). 0, or -EAGAIN while the program's mappings change. */
 static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued)
 {
-	uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
 	uint64_t t = tb_mono_ns();
+	uintptr_t h = a & ~(TB_UFFD_HPAGE - 1);
+	if (tb_hugeset_take(&p->huge, h)) { /* armed whole: lifted whole, so that it stays huge */
+		struct uffdio_writeprotect hw = {.range = {h, TB_UFFD_HPAGE}, .mode = 0};
+		if (!ioctl(p->fd, UFFDIO_WRITEPROTECT, &hw)) {
+			queue_fault(u, p, h, (unsigned)(TB_UFFD_HPAGE / PAGE), t, true);
+			*queued = true;
+			return 0;
+		}
+		if (errno == EAGAIN) { /* tried again later: whole, or by the window if the set has no room */
+			tb_hugeset_add(&p->huge, h);
+			return -EAGAIN;
+		}
+		/* no longer one registered mapping (a partial unmap): the window alone */
+	}
+	uintptr_t w = a & ~((uintptr_t)u->window * PAGE - 1);
 	struct uffdio_writeprotect wp = {.range = {w, (uint64_t)u->window * PAGE}, .mode = 0};
 	unsigned pages = u->window;
 	/* a window must lie in one mapping; at an edge, the page alone */
@@ -119,10 +133,16 @@ void tb_uffd_forget_reg(struct proc *p, uintptr_t start, uintptr_t end)
 
 static int handle(struct tb_uffd *u, struct proc *p, const struct uffd_msg *m, bool *queued)
 {
-	if (m->event == UFFD_EVENT_UNMAP)
+	if (m->event == UFFD_EVENT_UNMAP || m->event == UFFD_EVENT_REMOVE)
+		tb_hugeset_forget(&p->huge, (uintptr_t)m->arg.remove.start & ~(TB_UFFD_HPAGE - 1),
+				  (uintptr_t)m->arg.remove.end);
+	if (m->event == UFFD_EVENT_UNMAP) {
 		tb_uffd_forget_reg(p, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
-	else if (m->event == UFFD_EVENT_REMAP)
+	} else if (m->event == UFFD_EVENT_REMAP) {
 		tb_uffd_forget_reg(p, (uintptr_t)m->arg.remap.from, (uintptr_t)(m->arg.remap.from + m->arg.remap.len));
+		tb_hugeset_forget(&p->huge, (uintptr_t)m->arg.remap.from & ~(TB_UFFD_HPAGE - 1),
+				  (uintptr_t)(m->arg.remap.from + m->arg.remap.len));
+	}
 	if (m->event != UFFD_EVENT_PAGEFAULT)
 		return p->park_init ? tb_park_event(&p->park, m) : 0;
 	uintptr_t a = (uintptr_t)m->arg.pagefault.address & ~(uintptr_t)(PAGE - 1);

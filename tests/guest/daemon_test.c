@@ -860,8 +860,11 @@ static void test_exec_thp(void)
 	check(bad == 0, "integrity under tierbal exec, THP always: %ld mismatching pages of %zu", bad,
 	      p.ncold + p.nhot);
 	char *st = slurp("/tmp/exec-thp.stats");
-	check(stat_in(st, "uffd_processes") == 1 && stat_in(st, "uffd_resolve_errors") == 0,
-	      "the counters at exit: no fault left unresolved");
+	check(stat_in(st, "uffd_processes") == 1 && stat_in(st, "uffd_resolve_errors") == 0 &&
+		      stat_in(st, "uffd_armed_huge") > 0,
+	      "the counters at exit: huge pages write-protected whole (uffd_armed_huge %lld), no fault left "
+	      "unresolved",
+	      stat_in(st, "uffd_armed_huge"));
 	free(st);
 	write_file(THP_ENABLED, was);
 }

@@ -243,7 +243,15 @@ static void test_exec_thp_first_touch(void **state)
 		char k = (char)(kb < 0 ? 0 : kb / 2048); /* huge pages it got */
 		if (write(ack[1], &k, 1) != 1 || read(cmd[0], &b, 1) != 1)
 			_exit(2);
+		for (size_t i = 0; i < hlen; i += H)
+			h[i + 8] = 6; /* a write fault on each huge page armed whole */
+		kb = huge_kb_at((uintptr_t)h);
+		k = (char)(kb < 0 ? 0 : kb / 2048);
+		if (write(ack[1], &k, 1) != 1 || read(cmd[0], &b, 1) != 1)
+			_exit(2);
 		size_t bad = 0;
+		for (size_t i = 0; i < hlen; i += H)
+			bad += h[i + 8] != 6;
 		for (size_t i = 0; i < hlen; i += 4096)
 			bad += h[i] != 5;
 		for (size_t i = 0; i < slen; i += 4096)
@@ -287,11 +295,23 @@ static void test_exec_thp_first_touch(void **state)
 	/* the kernel may lack a free 2 MiB block for some of them, never for all */
 	if (thp && got < 1)
 		fail_msg("first touches under tierbal exec got no huge page in a MADV_HUGEPAGE mapping");
-	assert_int_equal(tb_uffd_arm(u, c, v[0].start, hlen, 1), 0);
+	/* with THP, each huge page is write-protected whole, as tierbal run's round does for one it found */
+	for (size_t i = 0; thp && i < hlen; i += H)
+		assert_int_equal(tb_uffd_arm_huge(u, c, v[0].start + i), 0);
+	if (!thp)
+		assert_int_equal(tb_uffd_arm(u, c, v[0].start, hlen, 1), 0);
 	assert_int_equal(tb_uffd_arm(u, c, v[1].start, slen, 1), 0);
 	tb_uffd_stats(u, &st);
+	assert_int_equal(st.armed_huge, thp ? hlen / H : 0);
 	/* parked: the small mapping page by page, and the huge-page one only without THP */
 	assert_int_equal(st.park.windows, slen / 4096 + (thp ? 0 : hlen / 4096 < 64 ? hlen / 4096 : 64));
+	assert_int_equal(write(cmd[1], &b, 1), 1);
+	char kept;
+	assert_int_equal(read(ack[0], &kept, 1), 1);
+	tb_uffd_stats(u, &st);
+	if (thp && (kept != got || st.faults < hlen / H))
+		fail_msg("write faults on huge pages armed whole: %d of %d huge pages kept, %llu faults", kept, got,
+			 (unsigned long long)st.faults);
 	assert_int_equal(write(cmd[1], &b, 1), 1);
 	int status;
 	assert_int_equal(waitpid(c, &status, 0), c);
