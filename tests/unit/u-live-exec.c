@@ -93,6 +93,19 @@ static void test_exec_node_filling(void **state)
 	stop(l, f);
 }
 
+/* The child's runtime accepted, and its userfaultfd attached with parking:
+ * one-page windows, parked a minute at most, 64 slots. */
+static struct tb_uffd *parking_uffd(struct rt_session *ses, pid_t c)
+{
+	char err[256];
+	rt_accept(ses, c);
+	struct tb_uffd *u;
+	struct tb_uffd_park park = {.fork_fd = ses->ffd, .park_ns = 60000000000ull, .max_slots = 64};
+	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
+	assert_int_equal(tb_uffd_attach(u, c, ses->uffd, &ses->rd), 0);
+	return u;
+}
+
 /* A registration that met a hole: UFFDIO_REGISTER succeeds over a range
  * with an unmapped stretch, and a mapping made there later is not
  * registered. The kernel checks only the destination of a move, so parking
@@ -105,7 +118,6 @@ static void test_exec_park_only_registered(void **state)
 	const char *rt = rt_lib();
 	struct rt_session ses;
 	rt_listen(&ses);
-	char err[256];
 	const size_t chunk = 16 * 4096;
 	char *r = mmap(NULL, 2 * chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(r != MAP_FAILED);
@@ -136,11 +148,7 @@ static void test_exec_park_only_registered(void **state)
 			bad += (n[i] != 7) + (r[chunk + i] != 1);
 		_exit(bad ? 3 : 0);
 	}
-	rt_accept(&ses, c);
-	struct tb_uffd *u;
-	struct tb_uffd_park park = {.fork_fd = ses.ffd, .park_ns = 60000000000ull, .max_slots = 64};
-	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
-	assert_int_equal(tb_uffd_attach(u, c, ses.uffd, &ses.rd), 0);
+	struct tb_uffd *u = parking_uffd(&ses, c);
 	char b;
 	assert_int_equal(read(ack[0], &b, 1), 1);
 	/* the maps as read before the hole: both chunks, one mapping */
@@ -218,7 +226,6 @@ static void test_exec_thp_first_touch(void **state)
 	const char *rt = rt_lib();
 	struct rt_session ses;
 	rt_listen(&ses);
-	char err[256];
 	const size_t H = 2ul << 20, hlen = 4 * H, slen = 16 * 4096;
 	char *m = mmap(NULL, hlen + H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *s = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -258,11 +265,7 @@ static void test_exec_thp_first_touch(void **state)
 			bad += s[i] != 1;
 		_exit(bad ? 3 : 0);
 	}
-	rt_accept(&ses, c);
-	struct tb_uffd *u;
-	struct tb_uffd_park park = {.fork_fd = ses.ffd, .park_ns = 60000000000ull, .max_slots = 64};
-	assert_int_equal(tb_uffd_new(&u, 1, &park, err, sizeof(err)), 0);
-	assert_int_equal(tb_uffd_attach(u, c, ses.uffd, &ses.rd), 0);
+	struct tb_uffd *u = parking_uffd(&ses, c);
 	char b;
 	assert_int_equal(read(ack[0], &b, 1), 1);
 	struct tb_vma v[2] = {
