@@ -98,6 +98,7 @@ size_t tb_live_report(const struct tb_live *l, char *buf, size_t len)
 		EMIT("uffd_processes %llu\n", (unsigned long long)us.processes);
 		EMIT("uffd_faults_resolved %llu\n", (unsigned long long)us.faults);
 		EMIT("uffd_faults_read %llu\n", (unsigned long long)us.faults_read);
+		EMIT("uffd_faults_huge %llu\n", (unsigned long long)us.faults_huge);
 		EMIT("uffd_first_touch_fills %llu\n", (unsigned long long)us.fills);
 		EMIT("park_processes %llu\n", (unsigned long long)us.parking);
 		EMIT("park_windows %llu\n", (unsigned long long)us.park.windows);

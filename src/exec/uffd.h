@@ -39,6 +39,7 @@ struct tb_uffd_stats {
 	uint64_t processes;       /* userfaultfds taken over */
 	uint64_t faults;          /* hint faults resolved (write-protect or parked) */
 	uint64_t faults_read;     /* of those, reads (only parked windows can show them) */
+	uint64_t faults_huge;     /* of those, on huge pages lifted whole: each stands for 512 pages */
 	uint64_t fills;           /* first touches of never-used pages given a zero page (parking only) */
 	uint64_t resolve_errors;  /* lifting a protection failed (the process is going away) */
 	uint64_t registered;      /* mappings registered */

@@ -47,6 +47,7 @@ static int wp_fault(struct tb_uffd *u, struct proc *p, uintptr_t a, bool *queued
 		struct uffdio_writeprotect hw = {.range = {h, TB_UFFD_HPAGE}, .mode = 0};
 		if (!ioctl(p->fd, UFFDIO_WRITEPROTECT, &hw)) {
 			queue_fault(u, p, h, (unsigned)(TB_UFFD_HPAGE / PAGE), t, true);
+			u->st.faults_huge++;
 			*queued = true;
 			return 0;
 		}
