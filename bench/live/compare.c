@@ -4,7 +4,11 @@
  * pages, a 64 MiB hot set written without pause on node 1, and after SHIFT_S
  * seconds a second 64 MiB hot set on node 1 takes over.
  *
- *   usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S
+ *   usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S [huge]
+ *
+ * huge: the hot sets are MADV_HUGEPAGE (guest_hotcold --huge), for a guest
+ * whose THP setting is always or madvise; the RESULT line then also says how
+ * much of them THP backed after set-up, at the shift and at the end
  *
  * none    no balancing at all
  * kernel  the kernel's own: numa_balancing = 2 (memory tiering), demotion on
@@ -43,12 +47,15 @@
 #define PAGE 4096u
 #define STEADY_S 10
 
-static const char *const vm_names[] = {"pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd",
-				       "pgdemote_direct",   "numa_hint_faults",    "numa_hint_faults_local",
-				       "pgmigrate_success", "pgmigrate_fail",      "numa_pages_migrated"};
+static const char *const vm_names[] = {"pgpromote_success",     "pgpromote_candidate", "pgdemote_kswapd",
+				       "pgdemote_direct",       "numa_hint_faults",    "numa_hint_faults_local",
+				       "pgmigrate_success",     "pgmigrate_fail",      "numa_pages_migrated",
+				       "thp_migration_success", "thp_migration_fail",  "thp_migration_split"};
 #define NR_VM (sizeof(vm_names) / sizeof(vm_names[0]))
-static const char *const tb_names[] = {"pgpromote_success", "pgdemote_kswapd",  "numa_hint_faults",  "uffd_faults",
-				       "uffd_faults_read",  "node0_wmark_high", "node0_wmark_demote"};
+static const char *const tb_names[] = {"pgpromote_success",   "pgdemote_kswapd",  "numa_hint_faults",
+				       "uffd_faults",         "uffd_faults_read", "node0_wmark_high",
+				       "node0_wmark_demote",  "pgmigrate_fail",   "thp_migration_success",
+				       "thp_migration_split", "uffd_armed_huge",  "uffd_faults_huge"};
 #define NR_TB (sizeof(tb_names) / sizeof(tb_names[0]))
 
 static double now_s(void)
@@ -92,6 +99,21 @@ static void zone_wmarks(long long *high, long long *promo)
 		return;
 	*high = (long long)t.node[0].wmark_high;
 	*promo = *high + (long long)(t.node[0].wmark_high - t.node[0].wmark_low);
+}
+
+/* the process's AnonHugePages in kB (only its hot sets may be huge), or -1 */
+static long long anon_huge_kb(pid_t pid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	FILE *f = fopen(path, "r");
+	long long kb = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %lld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
 }
 
 /* the workload's running count of passes over its hot set, or -1 */
@@ -156,10 +178,11 @@ static pid_t spawn(char *const argv[], int out_fd, const char *log)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S\n");
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "huge"))) {
+		fprintf(stderr, "usage: guest_compare none|kernel|exec|exec-rw|run|damon SECONDS SHIFT_S [huge]\n");
 		return 2;
 	}
+	bool huge = argc == 5;
 	const char *mode = argv[1];
 	int secs = atoi(argv[2]), shift = atoi(argv[3]);
 	bool kernel = !strcmp(mode, "kernel"), exec = !strcmp(mode, "exec") || !strcmp(mode, "exec-rw"),
@@ -182,9 +205,15 @@ int main(int argc, char **argv)
 	char shift_s[16];
 	snprintf(shift_s, sizeof(shift_s), "%d", shift);
 	/* 100 MiB left free: tierbal exec starts while the program fills node 0 and needs some */
-	char *direct[] = {"guest_hotcold", "100", "64", shift_s, NULL};
-	char *under[] = {"tierbal",           "exec", "--socket", SOCK,    "--log", "/tmp/compare-exec.log", "--",
-			 "guest_hotcold_dyn", "100",  "64",       shift_s, NULL};
+	char *direct[] = {"guest_hotcold", "100", "64", shift_s, NULL, NULL};
+	char *under[] = {
+		"tierbal", "exec", "--socket", SOCK, "--log", "/tmp/compare-exec.log", "--", "guest_hotcold_dyn",
+		"100",     "64",   shift_s,    NULL, NULL};
+	if (huge) { /* the option goes first: guest_hotcold [--huge] LEAVE_MB HOT_MB SHIFT_S */
+		char **v = exec ? under + 7 : direct;
+		memmove(v + 2, v + 1, 3 * sizeof(*v));
+		v[1] = "--huge";
+	}
 	pid_t runner = spawn(exec ? under : direct, fds[1], "/tmp/compare-target.log");
 	close(fds[1]);
 	FILE *out = fdopen(fds[0], "r");
@@ -200,6 +229,7 @@ int main(int argc, char **argv)
 	}
 	/* time 0: the hot set starts being written without pause */
 	double t0 = now_s();
+	long long huge_start = huge ? anon_huge_kb(pid) : -1, huge_shift = -1, huge_end = -1;
 	const char *pa = strstr(line, " passes ");
 	if (!pa || sscanf(pa, " passes %lx", &passes_at) != 1)
 		passes_at = 0;
@@ -286,6 +316,8 @@ int main(int argc, char **argv)
 			share_a = share;
 			moves_a = moves;
 			pingpong_a = pingpong;
+			if (huge)
+				huge_shift = anon_huge_kb(pid);
 			if (t90a < 0 && share >= 0.9)
 				t90a = t;
 		} else {
@@ -309,6 +341,8 @@ int main(int argc, char **argv)
 		printf("\n");
 		fflush(stdout);
 	}
+	if (huge)
+		huge_end = anon_huge_kb(pid);
 	kill(pid, SIGUSR1);
 	size_t checked = 0, mism = 1;
 	unsigned long total_passes = 0;
@@ -336,6 +370,8 @@ int main(int argc, char **argv)
 		printf(" vm_%s=%lld", vm_names[i], vm[i] - vm0[i]);
 	for (size_t i = 0; i < NR_TB; i++)
 		printf(" tb_%s=%lld", tb_names[i], tb[i]);
+	if (huge)
+		printf(" huge_kb_start=%lld huge_kb_shift=%lld huge_kb_end=%lld", huge_start, huge_shift, huge_end);
 	printf(" checked_pages=%zu mismatches=%zu passes=%lu exit=%d\n", checked, mism, total_passes,
 	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 	free(passes);

@@ -861,10 +861,10 @@ static void test_exec_thp(void)
 	      p.ncold + p.nhot);
 	char *st = slurp("/tmp/exec-thp.stats");
 	check(stat_in(st, "uffd_processes") == 1 && stat_in(st, "uffd_resolve_errors") == 0 &&
-		      stat_in(st, "uffd_armed_huge") > 0,
-	      "the counters at exit: huge pages write-protected whole (uffd_armed_huge %lld), no fault left "
-	      "unresolved",
-	      stat_in(st, "uffd_armed_huge"));
+		      stat_in(st, "uffd_armed_huge") > 0 && stat_in(st, "uffd_faults_huge") > 0,
+	      "the counters at exit: huge pages write-protected whole (uffd_armed_huge %lld) and lifted whole at "
+	      "a write (uffd_faults_huge %lld), no fault left unresolved",
+	      stat_in(st, "uffd_armed_huge"), stat_in(st, "uffd_faults_huge"));
 	free(st);
 	write_file(THP_ENABLED, was);
 }
