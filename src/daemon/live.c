@@ -164,6 +164,7 @@ int tb_live_new(struct tb_live **out, const struct tb_dconfig *dc, const struct 
 		ec.nodes[i].floor_min = topo->node[i].wmark_min;
 		ec.nodes[i].floor_low = topo->node[i].wmark_low;
 		ec.nodes[i].floor_high = topo->node[i].wmark_high;
+		ec.nodes[i].promote_above_demote = true;
 		total += ec.nodes[i].present_pages;
 	}
 	l->nr_nodes = topo->nr_nodes;

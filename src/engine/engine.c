@@ -92,6 +92,7 @@ int tb_engine_new(struct tb_engine **out, const struct tb_engine_config *cfg, ch
 		n->floor_min = cfg->nodes[i].floor_min;
 		n->floor_low = cfg->nodes[i].floor_low;
 		n->floor_high = cfg->nodes[i].floor_high;
+		n->promote_above_demote = cfg->nodes[i].promote_above_demote;
 		n->tier = cfg->nodes[i].tier;
 		n->socket = cfg->nodes[i].socket;
 		n->demote_to = cfg->nodes[i].demote_to;

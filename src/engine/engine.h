@@ -88,6 +88,11 @@ struct tb_node_config {
 	 * between versions (6.12 leaves ZONE_MOVABLE memory out, 6.1 does not), so
 	 * they are read, not modeled. 0: no floor (the simulator). */
 	uint64_t floor_min, floor_low, floor_high;
+	/* live: nothing but the engine reclaims the node (the kernel's demotion
+	 * may be off, and its kswapd cannot wait for tierbal), so promotions stop
+	 * at the demotion watermark instead of high, keeping that headroom for
+	 * the kernel's own allocations, and kswapd makes room above it */
+	bool promote_above_demote;
 };
 
 struct tb_engine_config {

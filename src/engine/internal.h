@@ -43,7 +43,8 @@ struct tb_node {
 	unsigned tier, socket;
 	int demote_to;
 	bool kswapd_awake;
-	unsigned kswapd_order; /* the largest allocation order a wake asked for since kswapd last slept */
+	bool promote_above_demote; /* see struct tb_node_config */
+	unsigned kswapd_order;     /* the largest allocation order a wake asked for since kswapd last slept */
 	struct tb_lru lru[NR_LRU];
 	/* hot threshold and rate limit state, per top-tier node as in pg_data_t */
 	uint64_t nr_cand;
@@ -151,6 +152,13 @@ static inline uint64_t node_free(const struct tb_node *n)
 {
 	uint64_t taken = n->used + n->external + n->pending;
 	return taken < n->present ? n->present - taken : 0;
+}
+
+/* Free pages a promotion may not take the node below: migrate_balanced_pgdat()'s
+ * high watermark, or the demotion watermark where nothing else reclaims. */
+static inline uint64_t promote_floor(const struct tb_node *n)
+{
+	return n->promote_above_demote && n->wmark_demote > n->wmark_high ? n->wmark_demote : n->wmark_high;
 }
 
 /* A huge page's head carries its state and sits on the LRU; its tails keep

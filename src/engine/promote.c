@@ -139,7 +139,7 @@ void tb_promote_retry_run(struct tb_engine *e)
 		}
 		if (valid) {
 			const struct tb_node *d = &e->node[r->dst];
-			if (node_free(d) <= d->wmark_high + unit_pages(e, r->page)) {
+			if (node_free(d) <= promote_floor(d) + unit_pages(e, r->page)) {
 				/* still no room: kswapd's next run makes it */
 				tb_kswapd_wake_order(e, r->dst, in_huge(e, r->page) ? TB_HPAGE_ORDER : 0);
 				break;
@@ -210,8 +210,8 @@ static bool promote_fault(struct tb_engine *e, uint32_t p, uint8_t f, struct tb_
 	}
 	if ((e->policy & TB_POLICY_HOT) && !hot_enough(e, p, d))
 		return false;
-	/* migrate_balanced_pgdat(): promotion may not push the node below high */
-	if (node_free(d) <= d->wmark_high + unit_pages(e, p)) {
+	/* migrate_balanced_pgdat(): promotion may not push the node below high (promote_floor) */
+	if (node_free(d) <= promote_floor(d) + unit_pages(e, p)) {
 		count(e, TB_C_promote_fail_wmark, 1);
 		tb_boost_on_refusal(e, dst);
 		tb_kswapd_wake_order(e, dst, in_huge(e, p) ? TB_HPAGE_ORDER : 0); /* as numamigrate_isolate_page() */

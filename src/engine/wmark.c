@@ -62,7 +62,9 @@ uint64_t tb_kswapd_target(const struct tb_engine *e, unsigned i)
 	uint64_t t = n->wmark_high;
 	if (tb_tiering_on(e) && n->demote_to >= 0)
 		t = e->k.wmark_mode == TB_WMARK_BOOST ? n->wmark_high + n->boost : n->wmark_promo;
-	if (n->wmark_demote > t)
+	if (promote_floor(n) > n->wmark_high)
+		t = promote_floor(n) + (t - n->wmark_high); /* the same room above where promotions stop */
+	else if (n->wmark_demote > t)
 		t = n->wmark_demote;
 	/* zone_watermark_ok() at order k: 2^k - 1 pages more than the mark */
 	if (n->kswapd_order)

@@ -266,6 +266,43 @@ static void test_tpp_demotion_watermark(void **state)
 	destroy(f);
 }
 
+/* Where nothing but the engine reclaims the fast node (the live daemon), a
+ * promotion may not take it below the demotion watermark: the headroom is
+ * there before the kernel's own allocations need it, and kswapd makes room
+ * above that mark for the next promotions. */
+static void test_promote_above_demote(void **state)
+{
+	(void)state;
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	struct tb_engine_config c = config(f, TB_POLICY_PROMOTE, NR_PAGES, &fake_platform);
+	c.knobs.scan_delay_ms = 0;
+	c.knobs.scan_size_mb = 64;
+	c.knobs.demote_scale_factor = 200;
+	c.nodes[0].promote_above_demote = true;
+	char err[256];
+	assert_int_equal(tb_engine_new(&f->e, &c, err, sizeof(err)), 0);
+	assert_int_equal(tb_engine_add_space(f->e, 0, NR_PAGES, 0, 0), 0);
+	struct tb_node_info ni = info(f, 0);
+	assert_true(ni.wmark_demote > ni.wmark_promo);
+	place(f, 0, 64, 1);
+	uint32_t next = 64;
+	/* between high and the demotion watermark: the kernel's rule would promote */
+	fill_fast(f, &next, (ni.wmark_high + ni.wmark_demote) / 2);
+	advance(f, 1);
+	fault(f, 0);
+	assert_int_equal(tb_engine_page_node(f->e, 0), 1);
+	assert_int_equal(ctr(f, TB_C_promote_fail_wmark), 1);
+	assert_true(info(f, 0).kswapd_awake);
+	advance(f, 10);
+	/* kswapd stops one promo distance above the demotion watermark */
+	assert_int_equal(free_pages(f, 0), ni.wmark_demote + (ni.wmark_promo - ni.wmark_high));
+	fault(f, 1);
+	assert_int_equal(tb_engine_page_node(f->e, 1), 0);
+	assert_true(free_pages(f, 0) > ni.wmark_demote);
+	destroy(f);
+}
+
 static void test_second_chance(void **state)
 {
 	struct fake *f = *state;
@@ -296,6 +333,7 @@ int main(void)
 		engine_test(test_direct_demotion, TB_POLICY_PROMOTE, NULL),
 		engine_test(test_boost_raises_then_decays, TB_POLICY_PROMOTE, boost),
 		cmocka_unit_test(test_tpp_demotion_watermark),
+		cmocka_unit_test(test_promote_above_demote),
 		engine_test(test_second_chance, TB_POLICY_PROMOTE, NULL),
 	};
 	return tb_test_run("engine-reclaim", tests, sizeof(tests) / sizeof(tests[0]));
