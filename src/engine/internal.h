@@ -223,6 +223,8 @@ size_t tb_migrate_pages(struct tb_engine *e, const uint32_t *pages, size_t n, un
 /* promote.c */
 void tb_promote_flush_now(struct tb_engine *e);
 void tb_promote_retry_run(struct tb_engine *e);
+/* Base pages of the valid promotions queued for node (promote_retry_ms) */
+uint64_t tb_promote_waiting(const struct tb_engine *e, unsigned node);
 /* Moves the promotions a batch holds; every call that changes placement starts with it. */
 static inline void promote_flush(struct tb_engine *e)
 {

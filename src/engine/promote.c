@@ -119,6 +119,26 @@ static void retry_later(struct tb_engine *e, uint32_t p, unsigned dst)
 		(struct tb_retry){.page = p, .scan_ms = e->meta[p].scan_ms, .at_ms = now_ms(e), .dst = (uint8_t)dst};
 }
 
+/* An entry still stands for its page: on the slow tier, not scanned again since */
+static bool retry_valid(const struct tb_engine *e, const struct tb_retry *r)
+{
+	uint8_t f = e->meta[r->page].flags;
+	unsigned src = pf_node(f);
+	return src != TB_NO_NODE && !node_fast(e, src) && !(f & PF_ARMED) && head_of(e, r->page) == r->page &&
+	       e->meta[r->page].scan_ms == r->scan_ms;
+}
+
+uint64_t tb_promote_waiting(const struct tb_engine *e, unsigned node)
+{
+	uint64_t pages = 0;
+	for (size_t i = 0; i < e->nr_retry; i++) {
+		const struct tb_retry *r = &e->retry[(e->retry_head + i) % RETRY_MAX];
+		if (r->dst == node && retry_valid(e, r))
+			pages += unit_pages(e, r->page);
+	}
+	return pages;
+}
+
 /* Promotes queued pages, oldest first, while their node has room. An entry
  * whose page has moved, gone, or been scanned again since is dropped: its
  * next fault decides. */
@@ -129,10 +149,8 @@ void tb_promote_retry_run(struct tb_engine *e)
 	e->batching = true; /* one migrate call per 32 pages */
 	while (e->nr_retry) {
 		const struct tb_retry *r = &e->retry[e->retry_head];
-		uint8_t f = e->meta[r->page].flags;
-		unsigned src = pf_node(f);
-		bool valid = src != TB_NO_NODE && !node_fast(e, src) && !(f & PF_ARMED) &&
-			     head_of(e, r->page) == r->page && e->meta[r->page].scan_ms == r->scan_ms;
+		bool valid = retry_valid(e, r);
+		unsigned src = pf_node(e->meta[r->page].flags);
 		if (valid && now - r->at_ms > e->k.promote_retry_ms) {
 			count(e, TB_C_promote_retry_expired, 1);
 			valid = false;

@@ -210,7 +210,9 @@ void tb_kswapd_run(struct tb_engine *e, uint64_t elapsed_ns)
 		struct tb_node *n = &e->node[i];
 		if (!n->kswapd_awake)
 			continue;
-		uint64_t target = tb_kswapd_target(e, i);
+		/* The kernel's kswapd, woken by every refused promotion, makes room
+		 * as they come; run once per tick, it makes room for those queued since */
+		uint64_t target = tb_kswapd_target(e, i) + (e->nr_retry ? tb_promote_waiting(e, i) : 0);
 		if (node_free(n) >= target) {
 			n->kswapd_awake = false;
 			n->kswapd_order = 0;

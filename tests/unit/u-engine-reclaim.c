@@ -303,6 +303,40 @@ static void test_promote_above_demote(void **state)
 	destroy(f);
 }
 
+/* Promotions refused between two ticks are room kswapd owes: it runs once
+ * per tick, so it makes room for all of them at once, and they move in that
+ * tick rather than a few per tick until their evidence expires. */
+static void test_kswapd_makes_room_for_queue(void **state)
+{
+	(void)state;
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	struct tb_engine_config c = config(f, TB_POLICY_PROMOTE, NR_PAGES, &fake_platform);
+	c.knobs.scan_delay_ms = 0;
+	c.knobs.scan_size_mb = 64;
+	c.knobs.demote_scale_factor = 200;
+	c.knobs.promote_retry_ms = 500;
+	c.nodes[0].promote_above_demote = true;
+	char err[256];
+	assert_int_equal(tb_engine_new(&f->e, &c, err, sizeof(err)), 0);
+	assert_int_equal(tb_engine_add_space(f->e, 0, NR_PAGES, 0, 0), 0);
+	struct tb_node_info ni = info(f, 0);
+	uint32_t burst = 4 * (uint32_t)(ni.wmark_promo - ni.wmark_high);
+	place(f, 0, burst, 1);
+	uint32_t next = burst;
+	fill_fast(f, &next, ni.wmark_demote + 2);
+	advance(f, 1);
+	for (uint32_t p = 0; p < burst; p++)
+		fault(f, p);
+	assert_true(ctr(f, TB_C_promote_fail_wmark) >= burst - 2);
+	advance(f, 1);
+	for (uint32_t p = 0; p < burst; p++)
+		assert_int_equal(tb_engine_page_node(f->e, p), 0);
+	assert_int_equal(ctr(f, TB_C_promote_retry_expired), 0);
+	assert_true(free_pages(f, 0) > ni.wmark_demote);
+	destroy(f);
+}
+
 static void test_second_chance(void **state)
 {
 	struct fake *f = *state;
@@ -334,6 +368,7 @@ int main(void)
 		engine_test(test_boost_raises_then_decays, TB_POLICY_PROMOTE, boost),
 		cmocka_unit_test(test_tpp_demotion_watermark),
 		cmocka_unit_test(test_promote_above_demote),
+		cmocka_unit_test(test_kswapd_makes_room_for_queue),
 		engine_test(test_second_chance, TB_POLICY_PROMOTE, NULL),
 	};
 	return tb_test_run("engine-reclaim", tests, sizeof(tests) / sizeof(tests[0]));
